@@ -1,0 +1,21 @@
+# Shared C types of the kernels; numpy dtypes of the same names live in
+# mpiboost/_ext/__init__.py's callers (mpiboost.data.binning etc.).
+cimport numpy as cnp
+
+ctypedef cnp.npy_uint8 bin_t        # binned feature value
+ctypedef cnp.npy_float64 weight_t   # row weights, margins
+ctypedef cnp.npy_int64 fixed_t      # fixed-point units (exact sums)
+ctypedef cnp.npy_intp idx_t
+
+# Bin 255 is reserved for missing values, so a feature has at most 255 value bins.
+cdef enum:
+    MISSING_BIN = 255
+    MAX_VALUE_BINS = 255
+
+ctypedef fused feature_t:
+    cnp.npy_float32
+    cnp.npy_float64
+    cnp.npy_int8
+    cnp.npy_uint8
+    cnp.npy_int16
+    cnp.npy_int32

@@ -1,0 +1,1 @@
+"""Compiled kernels (built from ``cython_ext/*.pyx``); Python only orchestrates."""

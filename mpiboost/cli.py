@@ -1,0 +1,284 @@
+"""The ``mpiboost`` command line.
+
+Exit codes: 0 success, 2 bad input or arguments (the message names the file,
+row or rank), 1 an internal error. Under ``mpiexec`` an error on one rank ends
+every rank: agreed input errors exit cleanly with code 2 everywhere, anything
+else aborts the whole job.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from typing import Optional, Sequence
+
+import numpy as np
+
+from . import __version__
+from .errors import CollectiveError, InputError
+
+_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID")
+
+
+def launch_rank() -> int:
+    """This process's rank as the launcher set it (0 when not launched by MPI).
+
+    Lets the serial commands (synth, convert, info) run once under
+    ``mpiexec -n K`` without initializing MPI.
+    """
+    for var in _RANK_VARS:
+        value = os.environ.get(var)
+        if value and value.isdigit():
+            return int(value)
+    return 0
+
+
+def _serial(func):
+    """Run a serial command on launch rank 0 only."""
+
+    def wrapper(args: argparse.Namespace) -> int:
+        if launch_rank() != 0:
+            return 0
+        return func(args)
+
+    return wrapper
+
+
+# ----------------------------------------------------------------- commands
+@_serial
+def cmd_synth(args: argparse.Namespace) -> int:
+    from .data import format as fmt
+    from .data import synth
+
+    gen = synth.module(args.generator)
+    options = {k: v for k, v in vars(args).items() if k not in _COMMON_SYNTH}
+    if args.n < 1:
+        raise InputError(f"--n must be at least 1, got {args.n}")
+    if not 0.0 <= args.noise <= 1.0:
+        raise InputError(f"--noise must be in [0, 1], got {args.noise}")
+    try:
+        data = gen.generate(n=args.n, noise=args.noise, seed=args.seed, task_seed=args.task_seed, **options)
+    except ValueError as exc:
+        raise InputError(f"synth {args.generator}: {exc}") from None
+    outputs = _write_synth(fmt, data, args.out, args.split_domains)
+    for path in outputs:
+        print(path)
+    return 0
+
+
+_COMMON_SYNTH = {"command", "func", "generator", "n", "noise", "seed", "task_seed", "out", "split_domains"}
+
+
+def _write_synth(fmt, data, out: str, split: bool) -> list[str]:
+    extra = {f"synth/{k}": v for k, v in data.extra.items()}
+    if not split or data.domain is None:
+        fmt.write_dataset(
+            out,
+            data.X,
+            data.y,
+            data.domain,
+            feature_names=data.feature_names,
+            domain_names=data.domain_names,
+            attrs=data.attrs,
+            extra=extra,
+        )
+        return [out]
+    stem, ext = os.path.splitext(out)
+    paths = []
+    n_dom = int(data.domain.max()) + 1
+    for k in range(n_dom):
+        rows = data.domain == k
+        name = data.domain_names[k] if data.domain_names else str(k)
+        path = f"{stem}-{name}{ext or '.h5'}"
+        fmt.write_dataset(
+            path,
+            data.X[rows],
+            data.y[rows],
+            feature_names=data.feature_names,
+            attrs=dict(data.attrs, domain_name=name, domain_id=k),
+            extra={key: np.asarray(v)[rows] for key, v in extra.items() if np.ndim(v) and len(v) == len(rows)},
+        )
+        paths.append(path)
+    return paths
+
+
+@_serial
+def cmd_convert(args: argparse.Namespace) -> int:
+    from .data import convert
+
+    return convert.run(args)
+
+
+@_serial
+def cmd_info(args: argparse.Namespace) -> int:
+    from .data import format as fmt
+
+    for path in args.files:
+        summary = fmt.summarize(path)
+        if args.json:
+            print(json.dumps(summary, sort_keys=True))
+            continue
+        print(f"{summary['file']}:")
+        print(f"  rows        {summary['n']:,}")
+        print(f"  features    {summary['d']} ({summary['X_dtype']}, {summary['missing_values']:,} missing values)")
+        labels = ", ".join(f"{k}: {v:,}" for k, v in summary["labels"].items())
+        print(f"  labels      {labels} ({summary['y_dtype']})")
+        if "domains" in summary:
+            doms = ", ".join(f"{k}: {v:,}" for k, v in summary["domains"].items())
+            print(f"  domains     {doms}")
+        else:
+            print("  domains     none (one domain)")
+        if "feature_names" in summary:
+            names = summary["feature_names"]
+            shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+            print(f"  names       {shown}")
+        for k, v in summary.get("attrs", {}).items():
+            print(f"  {k:<11} {v}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """Check the MPI set-up: one line per rank, then an exact-sum round trip."""
+    import platform
+
+    from . import comm as comm_mod
+    from ._ext import _openmp
+
+    comm = comm_mod.world()
+    threads = args.threads or comm.default_threads()
+    _openmp.set_num_threads(threads)
+    MPI = comm_mod._mpi()
+    row = {
+        "rank": comm.rank,
+        "host": platform.node(),
+        "pid": os.getpid(),
+        "threads": threads,
+        "openmp": _openmp.openmp_enabled(),
+        "local_ranks": comm.local_ranks(),
+    }
+    rows = comm.gather(row)
+    values = np.full(comm.rank + 1, 0.1)
+    total = comm.sum_exact(values)
+    expected = sum([0.1] * (comm.size * (comm.size + 1) // 2))
+    if comm.is_center:
+        lib = MPI.Get_library_version().strip().splitlines()[0]
+        print(f"mpiboost {__version__}, {comm.size} rank(s), MPI: {lib}")
+        for r in rows:
+            print(
+                f"rank {r['rank']:>4}  host {r['host']}  pid {r['pid']}  threads {r['threads']}"
+                f"  openmp {'yes' if r['openmp'] else 'no'}  ranks on node {r['local_ranks']}"
+            )
+        import math
+
+        exact = math.fsum([0.1] * (comm.size * (comm.size + 1) // 2))
+        print(f"exact sum check: {'ok' if total == exact else 'FAILED'} ({total!r}; naive float sum {expected!r})")
+    comm.barrier()
+    return 0
+
+
+# ------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mpiboost",
+        description="Distributed boosting over the ranks of an MPI job.",
+        epilog="Run `mpiboost COMMAND --help` for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"mpiboost {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("synth", help="generate synthetic data", description="Generate synthetic data into an HDF5 file.")
+    gens = p.add_subparsers(dest="generator", metavar="GENERATOR", required=True)
+    from .data import synth
+
+    for name in synth.NAMES:
+        mod = synth.module(name)
+        g = gens.add_parser(
+            name,
+            help=(mod.__doc__ or "").strip().splitlines()[0],
+            description=(mod.__doc__ or "").strip(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        g.add_argument("--n", type=int, required=True, help="number of rows")
+        g.add_argument("--noise", type=float, default=0.0, help="label noise rate in [0, 1] (default 0)")
+        g.add_argument("--seed", type=int, default=0, help="sample seed (default 0)")
+        g.add_argument(
+            "--task-seed", type=int, default=0, help="seed of the distribution itself; keep it fixed for train/test (default 0)"
+        )
+        g.add_argument("--out", required=True, help="output HDF5 file")
+        g.add_argument(
+            "--split-domains", action="store_true", help="write one file per domain: OUT-<domain>.h5 instead of a domain column"
+        )
+        mod.add_arguments(g)
+        g.set_defaults(func=cmd_synth)
+
+    from .data import convert
+
+    p = sub.add_parser(
+        "convert",
+        help="convert LIBSVM or CSV to HDF5",
+        description=(convert.__doc__ or "").strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    convert.add_arguments(p)
+    p.set_defaults(func=cmd_convert)
+
+    p = sub.add_parser("info", help="describe data files", description="Shape, dtypes, label and domain counts of data files.")
+    p.add_argument("files", nargs="+", metavar="FILE.h5")
+    p.add_argument("--json", action="store_true", help="one JSON object per file")
+    p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser(
+        "doctor",
+        help="check the MPI set-up (run it under mpiexec/srun)",
+        description="Print rank, host, threads and MPI library of every rank, and check an exact sum.",
+    )
+    p.add_argument("--threads", type=int, default=0, help="OpenMP threads per rank (default: cores / ranks per node)")
+    p.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def _mpi_size() -> int:
+    from . import comm
+
+    if comm._MPI is None:
+        return 1
+    return comm._MPI.COMM_WORLD.Get_size()
+
+
+def _abort(code: int) -> None:
+    from . import comm
+
+    if _mpi_size() > 1:
+        comm._MPI.COMM_WORLD.Abort(code)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``mpiboost`` command; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CollectiveError as exc:
+        # Every rank raised it together: one message, clean exit everywhere.
+        from . import comm
+
+        rank = comm._MPI.COMM_WORLD.Get_rank() if comm._MPI is not None else 0
+        if rank == 0:
+            print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    except InputError as exc:
+        print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
+        _abort(exc.exit_code)  # the other ranks may be inside a collective
+        return exc.exit_code
+    except KeyboardInterrupt:
+        _abort(130)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception:
+        traceback.print_exc()
+        sys.stderr.flush()
+        _abort(1)
+        return 1

@@ -1,0 +1,369 @@
+"""The communicator: the only module that imports mpi4py.
+
+Everything the algorithms exchange goes through :class:`Comm`, which
+
+* uses buffer collectives on numpy arrays (pickled calls only for small
+  control messages),
+* offers **exact** reductions whose results do not depend on how the rows are
+  split over the ranks (int64 sums, and correctly rounded float sums built from
+  Shewchuk partials merged with :func:`math.fsum`),
+* counts the payload bytes each rank sends and receives, per primitive and per
+  round, and
+* turns one rank's failure into a clean, agreed exit of every rank
+  (:meth:`Comm.check`) instead of a hang.
+
+Byte counts are logical payload: what this rank hands to or gets from the
+collective (for ``Bcast``: the root sends ``m`` bytes to each other rank; for
+``Allreduce``: every rank sends and receives ``m``). They do not include the MPI
+library's internal tree/ring traffic, which depends on the implementation.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections import defaultdict
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+
+from .errors import CollectiveError, InputError
+
+_MPI = None
+
+
+def _mpi():
+    """Import mpi4py lazily, so commands that need no MPI (synth, info) never load it."""
+    global _MPI
+    if _MPI is None:
+        try:
+            import mpi4py
+
+            # Exceptions are handled by mpiboost itself (check/abort); finalize
+            # at exit so a clean sys.exit() on every rank ends the job.
+            mpi4py.rc.finalize = True
+            from mpi4py import MPI
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise InputError(
+                "mpi4py is not importable (%s). Install MPI from pip with "
+                "`pip install 'mpiboost[mpich]'` or build mpi4py against the system MPI "
+                "(see README)." % exc
+            ) from exc
+        _MPI = MPI
+    return _MPI
+
+
+class ByteCounter:
+    """Payload bytes sent/received, per primitive and per round."""
+
+    def __init__(self) -> None:
+        self.total: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.round: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.calls: dict[str, int] = defaultdict(int)
+
+    def add(self, primitive: str, sent: int, received: int) -> None:
+        for table in (self.total, self.round):
+            entry = table[primitive]
+            entry[0] += int(sent)
+            entry[1] += int(received)
+        self.calls[primitive] += 1
+
+    def take_round(self) -> dict[str, dict[str, int]]:
+        """Return this round's counts ``{primitive: {"sent", "received"}}`` and reset them."""
+        out = {k: {"sent": v[0], "received": v[1]} for k, v in sorted(self.round.items())}
+        self.round = defaultdict(lambda: [0, 0])
+        return out
+
+    def totals(self) -> dict[str, dict[str, int]]:
+        return {
+            k: {"sent": v[0], "received": v[1], "calls": self.calls[k]}
+            for k, v in sorted(self.total.items())
+        }
+
+    @property
+    def sent(self) -> int:
+        return sum(v[0] for v in self.total.values())
+
+    @property
+    def received(self) -> int:
+        return sum(v[1] for v in self.total.values())
+
+
+def _pickled_size(obj: Any) -> int:
+    import pickle
+
+    return len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+class Comm:
+    """A thin, accounted wrapper over an mpi4py communicator.
+
+    Parameters
+    ----------
+    mpi_comm
+        An ``mpi4py.MPI.Comm``; ``None`` means ``MPI.COMM_WORLD`` (a size-1
+        communicator when the program was not started by ``mpiexec``).
+    """
+
+    CENTER = 0
+
+    def __init__(self, mpi_comm: Any = None) -> None:
+        MPI = _mpi()
+        self.mpi = MPI.COMM_WORLD if mpi_comm is None else mpi_comm
+        self.rank: int = self.mpi.Get_rank()
+        self.size: int = self.mpi.Get_size()
+        self.bytes = ByteCounter()
+        self._primitive = "other"
+
+    # ------------------------------------------------------------------ basics
+    @property
+    def is_center(self) -> bool:
+        return self.rank == self.CENTER
+
+    @contextmanager
+    def primitive(self, name: str) -> Iterator[None]:
+        """Attribute the bytes of the enclosed collectives to ``name``."""
+        previous, self._primitive = self._primitive, name
+        try:
+            yield
+        finally:
+            self._primitive = previous
+
+    def _count(self, sent: int, received: int) -> None:
+        if self.size > 1:
+            self.bytes.add(self._primitive, sent, received)
+
+    def barrier(self) -> None:
+        self.mpi.Barrier()
+
+    def abort(self, code: int = 1) -> None:
+        """End every rank of the job now (no cleanup)."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.mpi.Abort(code)
+
+    # ------------------------------------------------- small pickled messages
+    def bcast(self, obj: Any, root: int = 0) -> Any:
+        obj = self.mpi.bcast(obj, root=root)
+        if self.size > 1:
+            m = _pickled_size(obj)
+            self._count(m * (self.size - 1) if self.rank == root else 0, 0 if self.rank == root else m)
+        return obj
+
+    def allgather(self, obj: Any) -> list:
+        out = self.mpi.allgather(obj)
+        if self.size > 1:
+            m = _pickled_size(obj)
+            self._count(m * (self.size - 1), sum(_pickled_size(o) for i, o in enumerate(out) if i != self.rank))
+        return out
+
+    def gather(self, obj: Any, root: int = 0) -> Optional[list]:
+        out = self.mpi.gather(obj, root=root)
+        if self.size > 1:
+            if self.rank == root:
+                self._count(0, sum(_pickled_size(o) for i, o in enumerate(out) if i != root))
+            else:
+                self._count(_pickled_size(obj), 0)
+        return out
+
+    # ------------------------------------------------------ buffer collectives
+    def Bcast(self, arr: np.ndarray, root: int = 0) -> np.ndarray:
+        """Broadcast a contiguous array in place (same shape/dtype on every rank)."""
+        arr = np.ascontiguousarray(arr)
+        self.mpi.Bcast(arr, root=root)
+        m = arr.nbytes
+        self._count(m * (self.size - 1) if self.rank == root else 0, 0 if self.rank == root else m)
+        return arr
+
+    def bcast_array(self, arr: Optional[np.ndarray], root: int = 0) -> np.ndarray:
+        """Broadcast an array whose shape and dtype only the root knows."""
+        header = self.bcast(None if self.rank != root else (arr.shape, arr.dtype.str), root=root)
+        if self.rank != root:
+            arr = np.empty(header[0], dtype=np.dtype(header[1]))
+        return self.Bcast(np.ascontiguousarray(arr), root=root)
+
+    def _allreduce(self, arr: np.ndarray, op: Any) -> np.ndarray:
+        arr = np.ascontiguousarray(arr)
+        out = np.empty_like(arr)
+        self.mpi.Allreduce(arr, out, op=op)
+        self._count(arr.nbytes, arr.nbytes)
+        return out
+
+    def allreduce_int(self, arr: np.ndarray | int) -> np.ndarray | int:
+        """Exact sum of int64 values over ranks (integer addition is associative)."""
+        scalar = np.isscalar(arr)
+        a = np.asarray(arr)
+        if a.dtype.kind not in "iub":
+            raise TypeError("allreduce_int needs integers, got %s" % a.dtype)
+        out = self._allreduce(np.atleast_1d(a.astype(np.int64)), _mpi().SUM)
+        return int(out[0]) if scalar else out.reshape(a.shape)
+
+    def allreduce_max(self, arr: np.ndarray | float) -> Any:
+        scalar = np.isscalar(arr)
+        out = self._allreduce(np.atleast_1d(np.asarray(arr)), _mpi().MAX)
+        return out[0].item() if scalar else out
+
+    def allreduce_min(self, arr: np.ndarray | float) -> Any:
+        scalar = np.isscalar(arr)
+        out = self._allreduce(np.atleast_1d(np.asarray(arr)), _mpi().MIN)
+        return out[0].item() if scalar else out
+
+    def gatherv(self, arr: np.ndarray, root: int = 0) -> Optional[np.ndarray]:
+        """Concatenate every rank's array along axis 0 on ``root`` (rank order).
+
+        Arrays must share dtype and trailing shape; empty parts are fine.
+        """
+        arr = np.ascontiguousarray(arr)
+        row = int(np.prod(arr.shape[1:], dtype=np.int64))
+        counts = self.mpi.gather(arr.shape[0], root=root)
+        if self.rank == root:
+            counts = np.asarray(counts, dtype=np.int64)
+            out = np.empty((int(counts.sum()),) + arr.shape[1:], dtype=arr.dtype)
+            self.mpi.Gatherv(arr, [out, counts * row], root=root)
+            self._count(0, (int(counts.sum()) - arr.shape[0]) * row * arr.itemsize)
+            return out
+        self.mpi.Gatherv(arr, None, root=root)
+        self._count(arr.nbytes, 0)
+        return None
+
+    def allgatherv(self, arr: np.ndarray) -> np.ndarray:
+        """Concatenate every rank's array along axis 0 on every rank."""
+        arr = np.ascontiguousarray(arr)
+        row = int(np.prod(arr.shape[1:], dtype=np.int64))
+        counts = np.asarray(self.mpi.allgather(arr.shape[0]), dtype=np.int64)
+        out = np.empty((int(counts.sum()),) + arr.shape[1:], dtype=arr.dtype)
+        self.mpi.Allgatherv(arr, [out, counts * row])
+        self._count(arr.nbytes * (self.size - 1), (out.nbytes - arr.nbytes))
+        return out
+
+    # --------------------------------------------------------- exact float sums
+    def sum_exact(self, values: np.ndarray) -> float:
+        """Correctly rounded global sum of this rank's ``values`` and every other rank's.
+
+        Each rank reduces its values to Shewchuk partials (an exact
+        representation of its local sum); the center merges them with
+        :func:`math.fsum`. The result is the float nearest to the exact real
+        sum, hence bitwise identical for any split of the values.
+        """
+        from ._ext import _exact
+
+        part = _exact.partials(np.ascontiguousarray(values, dtype=np.float64).ravel())
+        if self.size == 1:
+            return math.fsum(part)
+        parts = self.gatherv(part)
+        total = np.array([math.fsum(parts) if self.is_center else 0.0])
+        return float(self.Bcast(total)[0])
+
+    def sum_exact_grouped(self, values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+        """Correctly rounded global sums of ``values`` per group id (e.g. per domain)."""
+        from ._ext import _exact
+
+        local = _exact.grouped_partials(
+            np.ascontiguousarray(values, dtype=np.float64),
+            np.ascontiguousarray(group, dtype=np.int32),
+            int(n_groups),
+        )
+        lengths = np.array([len(p) for p in local], dtype=np.int64)
+        flat = np.concatenate(local) if local else np.zeros(0)
+        if self.size == 1:
+            all_lengths, all_flat = lengths[None, :], flat
+        else:
+            all_lengths = self.gatherv(lengths[None, :])
+            all_flat = self.gatherv(flat)
+        out = np.zeros(n_groups)
+        if self.is_center:
+            per_group: list[list[float]] = [[] for _ in range(n_groups)]
+            pos = 0
+            for row in all_lengths:
+                for g, m in enumerate(row):
+                    per_group[g].extend(all_flat[pos : pos + m])
+                    pos += m
+            out = np.array([math.fsum(p) for p in per_group])
+        return self.Bcast(out) if self.size > 1 else out
+
+    def sum_exact_vector(self, matrix: np.ndarray) -> np.ndarray:
+        """Correctly rounded column sums of a distributed ``(n_local, m)`` matrix.
+
+        For the few-column statistics of a round (errors, losses per domain).
+        """
+        matrix = np.asarray(matrix, dtype=np.float64)
+        if matrix.ndim == 1:
+            matrix = matrix[:, None]
+        n, m = matrix.shape
+        group = np.tile(np.arange(m, dtype=np.int32), n)
+        return self.sum_exact_grouped(matrix.ravel(), group, m)
+
+    # --------------------------------------------------------- failure handling
+    def check(self, ok: bool, message: str = "", exit_code: int = 2) -> None:
+        """Agree on failure: if any rank passes ``ok=False``, every rank raises.
+
+        Every rank must call it (it is a collective). The raised
+        :class:`CollectiveError` carries the message of the lowest failing
+        rank, naming the rank, and a note of how many others failed.
+        """
+        local = None if ok else (message or "unspecified failure", int(exit_code))
+        if self.size == 1:
+            results = [local]
+        else:
+            results = self.mpi.allgather(local)
+        failed = [(r, f) for r, f in enumerate(results) if f is not None]
+        if not failed:
+            return
+        rank, (msg, code) = failed[0]
+        if self.size > 1:
+            msg = f"{msg} [rank {rank}]"
+            if len(failed) > 1:
+                msg += f" (and {len(failed) - 1} other rank(s) failed)"
+        raise CollectiveError(msg, exit_code=code)
+
+    @contextmanager
+    def collective_guard(self) -> Iterator[None]:
+        """Run rank-local work that may raise :class:`InputError`, then :meth:`check`.
+
+        Every rank must enter the block; a failure on any rank becomes a
+        :class:`CollectiveError` on all of them when the block ends.
+        """
+        error: Optional[InputError] = None
+        try:
+            yield
+        except CollectiveError:
+            raise
+        except InputError as exc:
+            error = exc
+        self.check(error is None, str(error) if error else "", getattr(error, "exit_code", 2))
+
+    # ----------------------------------------------------------------- threads
+    def local_ranks(self) -> int:
+        """Number of ranks of this job on this node (shared-memory split)."""
+        if self.size == 1:
+            return 1
+        MPI = _mpi()
+        node = self.mpi.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        try:
+            return node.Get_size()
+        finally:
+            node.Free()
+
+    def default_threads(self) -> int:
+        """Threads per rank: ``OMP_NUM_THREADS`` if set, else usable cores / ranks on the node."""
+        env = os.environ.get("OMP_NUM_THREADS")
+        if env:
+            try:
+                return max(1, int(env.split(",")[0]))
+            except ValueError:
+                pass
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            cores = os.cpu_count() or 1
+        local = self.local_ranks()
+        if cores >= (os.cpu_count() or cores):
+            # Not pinned: the node's cores are shared by its ranks.
+            return max(1, cores // local)
+        return max(1, cores)  # pinned by the launcher: use what we were given
+
+
+def world() -> Comm:
+    """The communicator of the whole job (size 1 without ``mpiexec``)."""
+    return Comm()

@@ -1,0 +1,1 @@
+"""Data layer: HDF5 schema, per-rank loading, binning, converters, generators."""

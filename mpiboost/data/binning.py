@@ -1,0 +1,161 @@
+"""Quantize features once to uint8 bins with edges that do not depend on the ranks.
+
+Each feature gets at most 255 value bins (0..254) plus bin 255 for missing
+values. A value ``v`` falls in bin ``b`` = number of edges strictly below
+``v``, so a stump "bin <= b" is the real-valued rule "x <= edges[b]".
+
+Edges come from global quantiles of a sample of rows chosen by *global row id*
+(:func:`sample_rows`); every rank contributes the sampled rows it owns as
+per-feature distinct values with counts, the center merges them and computes
+the edges (:func:`edges_from_counts`), and broadcasts them. The merged
+multiset, hence the edges, is the same for any number of ranks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+MISSING_BIN = 255
+MAX_VALUE_BINS = 255
+DEFAULT_SAMPLE = 200_000
+
+
+def sample_rows(n: int, sample_size: int = DEFAULT_SAMPLE, seed: int = 0) -> np.ndarray:
+    """Sorted global row ids of the binning sample (all rows if ``n <= sample_size``)."""
+    if n <= sample_size:
+        return np.arange(n, dtype=np.int64)
+    rng = np.random.default_rng([int(seed), 0x5A3B1E])
+    return np.sort(rng.choice(n, size=sample_size, replace=False)).astype(np.int64)
+
+
+def edges_from_counts(values: np.ndarray, counts: np.ndarray, max_bins: int = MAX_VALUE_BINS) -> np.ndarray:
+    """Bin edges of one feature from its distinct sampled values and their counts.
+
+    ``values`` must be sorted, finite and distinct. With at most ``max_bins``
+    distinct values each gets its own bin (edges at midpoints); otherwise the
+    edges sit at midpoints next to the ``k/max_bins`` quantiles, deduplicated,
+    so heavy values keep a bin of their own.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.int64)
+    if not 2 <= max_bins <= MAX_VALUE_BINS:
+        raise ValueError(f"max_bins must be in [2, {MAX_VALUE_BINS}], got {max_bins}")
+    if values.size <= 1:
+        return np.zeros(0)
+    if values.size <= max_bins:
+        left, right = values[:-1], values[1:]
+    else:
+        cum = np.cumsum(counts)
+        targets = cum[-1] * np.arange(1, max_bins) / max_bins
+        idx = np.searchsorted(cum, targets, side="left")
+        idx = np.unique(np.minimum(idx, values.size - 2))
+        left, right = values[idx], values[idx + 1]
+    return np.unique(left + (right - left) / 2.0)
+
+
+def local_distinct(sample: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per-feature (sorted distinct non-missing values, counts) of a row sample."""
+    out = []
+    for j in range(sample.shape[1]):
+        col = sample[:, j]
+        if col.dtype.kind == "f":
+            col = col[~np.isnan(col)]
+        v, c = np.unique(col, return_counts=True)
+        out.append((v, c))
+    return out
+
+
+def merge_distinct(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Merge several (distinct values, counts) pairs of one feature."""
+    vals = np.concatenate([np.asarray(p[0], dtype=np.float64) for p in parts]) if parts else np.zeros(0)
+    cnts = np.concatenate([np.asarray(p[1], dtype=np.int64) for p in parts]) if parts else np.zeros(0, np.int64)
+    if vals.size == 0:
+        return vals, cnts
+    uniq, inv = np.unique(vals, return_inverse=True)
+    return uniq, np.bincount(inv.ravel(), weights=cnts, minlength=uniq.size).astype(np.int64)
+
+
+@dataclass
+class BinMapper:
+    """Per-feature bin edges and the transform from raw values to uint8 bins."""
+
+    edges: list[np.ndarray]
+
+    @property
+    def n_features(self) -> int:
+        return len(self.edges)
+
+    @property
+    def n_bins(self) -> np.ndarray:
+        """Number of value bins per feature (missing bin excluded)."""
+        return np.array([len(e) + 1 for e in self.edges], dtype=np.int64)
+
+    def flat(self) -> tuple[np.ndarray, np.ndarray]:
+        """Edges concatenated, and offsets (``d + 1``) into them."""
+        offsets = np.zeros(self.n_features + 1, dtype=np.int64)
+        offsets[1:] = np.cumsum([len(e) for e in self.edges])
+        flat = np.concatenate(self.edges).astype(np.float64) if self.edges else np.zeros(0)
+        return np.ascontiguousarray(flat), offsets
+
+    @classmethod
+    def from_flat(cls, flat: np.ndarray, offsets: np.ndarray) -> "BinMapper":
+        return cls([np.asarray(flat[offsets[j] : offsets[j + 1]], dtype=np.float64) for j in range(len(offsets) - 1)])
+
+    def threshold(self, feature: int, bin_index: int) -> float:
+        """The real threshold of the rule ``bin <= bin_index`` (``inf`` for the last bin)."""
+        e = self.edges[feature]
+        return float(e[bin_index]) if bin_index < len(e) else float("inf")
+
+    def transform(self, X: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Bin a raw ``(n, d)`` chunk with the compiled kernel."""
+        from .._ext import _binning
+
+        X = np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ValueError(f"expected shape (n, {self.n_features}), got {X.shape}")
+        if X.dtype not in (np.float32, np.float64, np.int8, np.uint8, np.int16, np.int32):
+            X = X.astype(np.float64)
+        if out is None:
+            out = np.empty(X.shape, dtype=np.uint8)
+        flat, offsets = self.flat()
+        _binning.apply_bins(X, flat, offsets, out)
+        return out
+
+
+def fit_edges(comm, local_sample: np.ndarray, max_bins: int = MAX_VALUE_BINS) -> BinMapper:
+    """Collective: bin edges from every rank's share of the global row sample.
+
+    ``local_sample`` is this rank's ``(m_local, d)`` sampled rows (any dtype,
+    NaN = missing). Every rank gets the same :class:`BinMapper`.
+    """
+    d = local_sample.shape[1]
+    distinct = local_distinct(local_sample)
+    lengths = np.array([len(v) for v, _ in distinct], dtype=np.int64)
+    # Ship in the file's float precision: the values are exact there.
+    vdtype = np.float32 if local_sample.dtype in (np.float32, np.int8, np.uint8, np.int16) else np.float64
+    values = np.concatenate([v for v, _ in distinct]).astype(vdtype) if d else np.zeros(0, vdtype)
+    counts = np.concatenate([c for _, c in distinct]).astype(np.int64) if d else np.zeros(0, np.int64)
+    with comm.primitive("binning"):
+        if comm.size > 1:
+            all_lengths = comm.gatherv(lengths[None, :])
+            all_values = comm.gatherv(values)
+            all_counts = comm.gatherv(counts)
+        else:
+            all_lengths, all_values, all_counts = lengths[None, :], values, counts
+        if comm.is_center:
+            per_feature: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(d)]
+            pos = 0
+            for row in all_lengths:
+                for j, m in enumerate(row):
+                    per_feature[j].append((all_values[pos : pos + m], all_counts[pos : pos + m]))
+                    pos += m
+            mapper = BinMapper([edges_from_counts(*merge_distinct(p), max_bins=max_bins) for p in per_feature])
+            flat, offsets = mapper.flat()
+        else:
+            flat = offsets = None
+        if comm.size > 1:
+            offsets = comm.bcast_array(offsets)
+            flat = comm.bcast_array(flat)
+    return BinMapper.from_flat(flat, offsets)

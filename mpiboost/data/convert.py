@@ -1,0 +1,2 @@
+"""x"""
+def add_arguments(p): pass

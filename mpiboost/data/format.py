@@ -1,0 +1,333 @@
+"""The HDF5 input schema, its validation, and atomic writers.
+
+A data file holds
+
+=========  ==============================================  ========  ================================
+dataset    dtype                                           shape     meaning
+=========  ==============================================  ========  ================================
+``X``      float32, float64, int8, uint8, int16, int32      (n, d)    features; NaN = missing
+``y``      int8, int16, int32                              (n,)      labels: {-1,+1} binary, 0..K-1 multiclass
+``domain`` int32 (any integer accepted)                    (n,)      optional domain / source / task id
+=========  ==============================================  ========  ================================
+
+File attributes (all optional): ``feature_names`` and ``domain_names`` (lists
+of strings), ``mpiboost_format`` (schema version), and free-form provenance
+(``generator``, ``source`` ...). Other datasets and groups are ignored by the
+loader (generators keep ground truth under ``synth/``).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+
+FORMAT_VERSION = 1
+X_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "uint8", "int16", "int32")}
+Y_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64")}
+DOMAIN_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64", "uint8", "uint16")}
+CHUNK_BYTES = 1 << 20  # ~1 MiB of rows per HDF5 chunk
+
+
+def _h5py():
+    import h5py
+
+    return h5py
+
+
+def _strings(value: Any) -> Optional[list[str]]:
+    if value is None:
+        return None
+    out = []
+    for v in np.atleast_1d(value):
+        out.append(v.decode() if isinstance(v, bytes) else str(v))
+    return out
+
+
+@dataclass
+class FileInfo:
+    """What the schema says about one data file (no row data read)."""
+
+    path: str
+    n: int
+    d: int
+    x_dtype: np.dtype
+    y_dtype: np.dtype
+    has_domain: bool
+    feature_names: Optional[list[str]] = None
+    domain_names: Optional[list[str]] = None
+    attrs: dict = field(default_factory=dict)
+
+
+def inspect(path: str | os.PathLike) -> FileInfo:
+    """Open ``path`` and validate its schema (shapes, dtypes, attributes).
+
+    Raises
+    ------
+    InputError
+        Naming the file and dataset when anything does not match the schema.
+    """
+    h5py = _h5py()
+    path = str(path)
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    try:
+        f = h5py.File(path, "r")
+    except OSError as exc:
+        raise InputError(f"{path}: not a readable HDF5 file ({exc})") from None
+    with f:
+        for name in ("X", "y"):
+            if name not in f or not isinstance(f[name], h5py.Dataset):
+                raise InputError(
+                    f"{path}: missing dataset '{name}' (an mpiboost data file needs X and y; "
+                    "create one with `mpiboost convert` or `mpiboost synth`)"
+                )
+        X, y = f["X"], f["y"]
+        if X.ndim != 2:
+            raise InputError(f"{path}: dataset 'X' must be 2-D (n, d), has shape {X.shape}")
+        if y.ndim != 1:
+            raise InputError(f"{path}: dataset 'y' must be 1-D (n,), has shape {y.shape}")
+        if X.dtype not in X_DTYPES:
+            raise InputError(
+                f"{path}: dataset 'X' has dtype {X.dtype}; expected one of "
+                + ", ".join(sorted(str(t) for t in X_DTYPES))
+            )
+        if y.dtype not in Y_DTYPES:
+            raise InputError(f"{path}: dataset 'y' has dtype {y.dtype}; expected int8/int16/int32/int64")
+        if y.shape[0] != X.shape[0]:
+            raise InputError(f"{path}: 'X' has {X.shape[0]} rows but 'y' has {y.shape[0]}")
+        has_domain = "domain" in f
+        if has_domain:
+            dom = f["domain"]
+            if dom.ndim != 1 or dom.shape[0] != X.shape[0]:
+                raise InputError(f"{path}: dataset 'domain' must have shape ({X.shape[0]},), has {dom.shape}")
+            if dom.dtype not in DOMAIN_DTYPES:
+                raise InputError(f"{path}: dataset 'domain' has dtype {dom.dtype}; expected an integer type")
+        feature_names = _strings(f.attrs.get("feature_names"))
+        if feature_names is not None and len(feature_names) != X.shape[1]:
+            raise InputError(
+                f"{path}: attribute feature_names has {len(feature_names)} names for {X.shape[1]} features"
+            )
+        attrs = {k: (v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v) for k, v in f.attrs.items()}
+        return FileInfo(
+            path=path,
+            n=int(X.shape[0]),
+            d=int(X.shape[1]),
+            x_dtype=X.dtype,
+            y_dtype=y.dtype,
+            has_domain=has_domain,
+            feature_names=feature_names,
+            domain_names=_strings(f.attrs.get("domain_names")),
+            attrs=attrs,
+        )
+
+
+def _chunk_rows(d: int, itemsize: int) -> int:
+    return int(max(1, min(1 << 16, CHUNK_BYTES // max(1, d * itemsize))))
+
+
+class DatasetWriter:
+    """Write a data file in row chunks; the file appears only when complete.
+
+    Rows go to a temporary file in the destination directory, renamed over
+    ``path`` by :meth:`close` (atomic on POSIX); on an exception nothing is
+    left behind. Use as a context manager::
+
+        with DatasetWriter("out.h5", d=123, x_dtype="float32") as w:
+            w.append(X_chunk, y_chunk)
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        d: int,
+        *,
+        x_dtype: Any = np.float32,
+        y_dtype: Any = np.int8,
+        with_domain: bool = False,
+        feature_names: Optional[Sequence[str]] = None,
+        domain_names: Optional[Sequence[str]] = None,
+        attrs: Optional[dict] = None,
+        compression: Optional[str] = None,
+    ) -> None:
+        h5py = _h5py()
+        self.path = Path(path)
+        self.d = int(d)
+        self.n = 0
+        self.x_dtype = np.dtype(x_dtype)
+        self.y_dtype = np.dtype(y_dtype)
+        if self.x_dtype not in X_DTYPES:
+            raise InputError(f"unsupported X dtype {self.x_dtype}")
+        parent = self.path.parent if str(self.path.parent) else Path(".")
+        if not parent.is_dir():
+            raise InputError(f"{self.path}: directory {parent} does not exist")
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=parent)
+        os.close(fd)
+        self._tmp = tmp
+        self._f = h5py.File(tmp, "w")
+        rows = _chunk_rows(self.d, self.x_dtype.itemsize)
+        kw = {"compression": compression} if compression else {}
+        self._X = self._f.create_dataset(
+            "X", shape=(0, self.d), maxshape=(None, self.d), dtype=self.x_dtype, chunks=(rows, max(1, self.d)), **kw
+        )
+        self._y = self._f.create_dataset("y", shape=(0,), maxshape=(None,), dtype=self.y_dtype, chunks=(max(rows, 4096),), **kw)
+        self._dom = (
+            self._f.create_dataset("domain", shape=(0,), maxshape=(None,), dtype=np.int32, chunks=(max(rows, 4096),), **kw)
+            if with_domain
+            else None
+        )
+        self._f.attrs["mpiboost_format"] = FORMAT_VERSION
+        if feature_names is not None:
+            if len(feature_names) != self.d:
+                raise InputError(f"{len(feature_names)} feature names for {self.d} features")
+            self._f.attrs["feature_names"] = np.array([str(s) for s in feature_names], dtype=h5py.string_dtype())
+        self.domain_names = list(domain_names) if domain_names is not None else None
+        for k, v in (attrs or {}).items():
+            self._f.attrs[k] = v
+        self._extra: dict[str, Any] = {}
+
+    def append(self, X: np.ndarray, y: np.ndarray, domain: Optional[np.ndarray] = None) -> None:
+        X = np.asarray(X)
+        m = X.shape[0]
+        if X.ndim != 2 or X.shape[1] != self.d:
+            raise InputError(f"chunk has shape {X.shape}, expected (*, {self.d})")
+        if len(y) != m:
+            raise InputError("X and y chunks differ in length")
+        stop = self.n + m
+        self._X.resize(stop, axis=0)
+        self._X[self.n : stop] = X.astype(self.x_dtype, copy=False)
+        self._y.resize(stop, axis=0)
+        self._y[self.n : stop] = np.asarray(y).astype(self.y_dtype, copy=False)
+        if self._dom is not None:
+            if domain is None or len(domain) != m:
+                raise InputError("this file has a domain column: pass a domain chunk of the same length")
+            self._dom.resize(stop, axis=0)
+            self._dom[self.n : stop] = np.asarray(domain, dtype=np.int32)
+        self.n = stop
+
+    def add_array(self, name: str, data: np.ndarray) -> None:
+        """Store an extra dataset (e.g. ``synth/component``) ignored by the loader."""
+        self._f.create_dataset(name, data=np.asarray(data))
+
+    def set_attr(self, name: str, value: Any) -> None:
+        self._f.attrs[name] = value
+
+    def close(self) -> None:
+        if self._f is None:
+            return
+        if self.domain_names is not None:
+            self._f.attrs["domain_names"] = np.array([str(s) for s in self.domain_names], dtype=_h5py().string_dtype())
+        self._f.close()
+        self._f = None
+        os.replace(self._tmp, self.path)
+
+    def discard(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+        if os.path.exists(self._tmp):
+            os.unlink(self._tmp)
+
+    def __enter__(self) -> "DatasetWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.discard()
+
+
+def write_dataset(
+    path: str | os.PathLike,
+    X: np.ndarray,
+    y: np.ndarray,
+    domain: Optional[np.ndarray] = None,
+    *,
+    feature_names: Optional[Sequence[str]] = None,
+    domain_names: Optional[Sequence[str]] = None,
+    attrs: Optional[dict] = None,
+    extra: Optional[dict[str, np.ndarray]] = None,
+    y_dtype: Any = np.int8,
+    compression: Optional[str] = None,
+) -> None:
+    """Write arrays as one data file, atomically (temporary file + rename).
+
+    ``extra`` maps dataset paths (e.g. ``"synth/component"``) to arrays stored
+    beside the schema's datasets.
+    """
+    X = np.asarray(X)
+    with DatasetWriter(
+        path,
+        X.shape[1],
+        x_dtype=X.dtype,
+        y_dtype=y_dtype,
+        with_domain=domain is not None,
+        feature_names=feature_names,
+        domain_names=domain_names,
+        attrs=attrs,
+        compression=compression,
+    ) as w:
+        step = _chunk_rows(X.shape[1], X.dtype.itemsize) * 16
+        for start in range(0, max(1, X.shape[0]), step):
+            stop = min(X.shape[0], start + step)
+            w.append(X[start:stop], y[start:stop], None if domain is None else domain[start:stop])
+        for name, data in (extra or {}).items():
+            w.add_array(name, data)
+
+
+def read_arrays(path: str | os.PathLike, start: int = 0, stop: Optional[int] = None) -> dict[str, np.ndarray]:
+    """Read rows ``[start, stop)`` of ``X``, ``y`` and ``domain`` (if any) of one file."""
+    h5py = _h5py()
+    with h5py.File(str(path), "r") as f:
+        stop = f["X"].shape[0] if stop is None else stop
+        out = {"X": f["X"][start:stop], "y": f["y"][start:stop]}
+        if "domain" in f:
+            out["domain"] = f["domain"][start:stop]
+        return out
+
+
+def summarize(path: str | os.PathLike, chunk_rows: int = 1 << 18) -> dict:
+    """Shape, dtypes, label and domain counts and missing values of a file (streamed)."""
+    h5py = _h5py()
+    info = inspect(path)
+    labels: dict[int, int] = {}
+    domains: dict[int, int] = {}
+    missing = 0
+    with h5py.File(info.path, "r") as f:
+        for start in range(0, info.n, chunk_rows):
+            stop = min(info.n, start + chunk_rows)
+            vals, counts = np.unique(f["y"][start:stop], return_counts=True)
+            for v, c in zip(vals.tolist(), counts.tolist()):
+                labels[v] = labels.get(v, 0) + c
+            if info.has_domain:
+                vals, counts = np.unique(f["domain"][start:stop], return_counts=True)
+                for v, c in zip(vals.tolist(), counts.tolist()):
+                    domains[v] = domains.get(v, 0) + c
+            if info.x_dtype.kind == "f":
+                missing += int(np.isnan(f["X"][start:stop]).sum())
+    out = {
+        "file": info.path,
+        "n": info.n,
+        "d": info.d,
+        "X_dtype": str(info.x_dtype),
+        "y_dtype": str(info.y_dtype),
+        "labels": {str(k): v for k, v in sorted(labels.items())},
+        "missing_values": missing,
+    }
+    if info.has_domain:
+        names = info.domain_names or []
+        out["domains"] = {
+            (f"{k} ({names[k]})" if 0 <= k < len(names) else str(k)): v for k, v in sorted(domains.items())
+        }
+    if info.feature_names:
+        out["feature_names"] = info.feature_names
+    extra = {k: v for k, v in info.attrs.items() if k not in ("feature_names", "domain_names")}
+    if extra:
+        out["attrs"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in extra.items()}
+    return out

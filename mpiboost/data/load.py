@@ -1,0 +1,349 @@
+"""Per-rank loading: each rank reads only its contiguous block of global rows.
+
+Rows have a global order: the files in the order given, each file's rows in
+order. Entity ``e`` of ``k`` owns rows ``[e*n//k, (e+1)*n//k)``; with a
+dedicated coordinator rank 0 owns none and ranks 1..size-1 are the entities.
+Reading is chunked (no rank reads a whole file) and validated collectively,
+so bad input ends every rank with the same message and exit code 2.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from .binning import DEFAULT_SAMPLE, MAX_VALUE_BINS, BinMapper, fit_edges, sample_rows
+from .format import FileInfo, inspect
+
+CHUNK_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which global rows each rank owns."""
+
+    n: int
+    size: int
+    dedicated_coordinator: bool = False
+
+    @property
+    def n_entities(self) -> int:
+        return self.size - 1 if self.dedicated_coordinator else self.size
+
+    def block(self, rank: int) -> tuple[int, int]:
+        """Global rows ``[start, stop)`` of ``rank``."""
+        if self.dedicated_coordinator:
+            if rank == 0:
+                return 0, 0
+            e = rank - 1
+        else:
+            e = rank
+        k = self.n_entities
+        return e * self.n // k, (e + 1) * self.n // k
+
+    def owner(self, rows: np.ndarray) -> np.ndarray:
+        """Rank owning each global row id."""
+        starts = np.array([self.block(r)[0] for r in range(self.size)])
+        stops = np.array([self.block(r)[1] for r in range(self.size)])
+        nonempty = np.nonzero(stops > starts)[0]
+        idx = np.searchsorted(starts[nonempty], rows, side="right") - 1
+        return nonempty[idx]
+
+
+@dataclass
+class Shard:
+    """This rank's rows, binned, with what every rank knows about the whole data."""
+
+    X: np.ndarray  # (n_local, d) uint8 bins, or raw values for load_raw
+    y: np.ndarray  # (n_local,) int8/int32
+    domain: np.ndarray  # (n_local,) int32
+    start: int  # global id of the first local row
+    n_global: int
+    n_domains: int
+    files: list[FileInfo]
+    layout: Layout
+    bins: Optional[BinMapper] = None
+    feature_names: Optional[list[str]] = None
+    domain_names: Optional[list[str]] = None
+    label_counts: dict = field(default_factory=dict)
+    domain_counts: Optional[np.ndarray] = None
+
+    @property
+    def n_local(self) -> int:
+        return int(self.y.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.n_local
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        return np.arange(self.start, self.stop, dtype=np.int64)
+
+
+def _chunk_rows(d: int, itemsize: int) -> int:
+    return max(1024, CHUNK_BYTES // max(1, d * itemsize))
+
+
+def _offsets(files: Sequence[FileInfo]) -> np.ndarray:
+    off = np.zeros(len(files) + 1, dtype=np.int64)
+    off[1:] = np.cumsum([f.n for f in files])
+    return off
+
+
+def iter_block(
+    files: Sequence[FileInfo],
+    start: int,
+    stop: int,
+    *,
+    what: Sequence[str] = ("X", "y", "domain"),
+    chunk_rows: Optional[int] = None,
+) -> Iterator[tuple[int, int, int, dict]]:
+    """Yield ``(global_start, file_index, file_row, arrays)`` chunks of rows ``[start, stop)``."""
+    import h5py
+
+    off = _offsets(files)
+    for fi, info in enumerate(files):
+        lo, hi = max(start, off[fi]), min(stop, off[fi + 1])
+        if lo >= hi:
+            continue
+        step = chunk_rows or _chunk_rows(info.d, info.x_dtype.itemsize)
+        with h5py.File(info.path, "r") as f:
+            for g in range(lo, hi, step):
+                gs = min(hi, g + step)
+                r0, r1 = int(g - off[fi]), int(gs - off[fi])
+                arrays = {}
+                for name in what:
+                    if name == "domain" and "domain" not in f:
+                        continue
+                    arrays[name] = f[name][r0:r1]
+                yield int(g), fi, r0, arrays
+
+
+def _check_labels(y: np.ndarray, task: str, path: str, row0: int) -> None:
+    if task == "binary":
+        bad = np.nonzero((y != 1) & (y != -1))[0]
+        if bad.size:
+            r = bad[0]
+            raise InputError(
+                f"{path}: dataset 'y' row {row0 + r}: label {y[r]} is not -1 or +1 "
+                f"({bad.size} such rows in this chunk; binary labels must be -1/+1)"
+            )
+    elif task == "multiclass":
+        bad = np.nonzero(y < 0)[0]
+        if bad.size:
+            r = bad[0]
+            raise InputError(f"{path}: dataset 'y' row {row0 + r}: class label {y[r]} is negative (expected 0..K-1)")
+
+
+def _check_features(X: np.ndarray, path: str, row0: int) -> None:
+    if X.dtype.kind == "f":
+        inf = np.isinf(X)
+        if inf.any():
+            r, j = np.argwhere(inf)[0]
+            raise InputError(
+                f"{path}: dataset 'X' row {row0 + r}, feature {j}: value {X[r, j]} is infinite "
+                "(use NaN for missing values)"
+            )
+
+
+def _resolve_files(comm, paths: Sequence[str | os.PathLike]) -> list[FileInfo]:
+    if not paths:
+        raise InputError("no data files given")
+    infos: list[FileInfo] = []
+    with comm.collective_guard():
+        infos = [inspect(p) for p in paths]
+        d0 = infos[0].d
+        for info in infos[1:]:
+            if info.d != d0:
+                raise InputError(
+                    f"{info.path} has {info.d} features but {infos[0].path} has {d0}: "
+                    "all files of one job must have the same features"
+                )
+        if sum(i.n for i in infos) == 0:
+            raise InputError("the data files hold no rows: " + ", ".join(i.path for i in infos))
+    return infos
+
+
+def _domain_mode(files: Sequence[FileInfo], domains: str) -> str:
+    if domains not in ("auto", "file", "column", "none"):
+        raise InputError(f"domains must be auto, file, column or none, not {domains!r}")
+    if domains == "auto":
+        if len(files) > 1:
+            return "file"
+        return "column" if files[0].has_domain else "none"
+    if domains == "column":
+        missing = [f.path for f in files if not f.has_domain]
+        if missing:
+            raise InputError(f"{missing[0]}: no 'domain' dataset (needed for domains='column')")
+    return domains
+
+
+def _read_targets(comm, files, layout, start, stop, task, mode) -> tuple[np.ndarray, np.ndarray]:
+    n_local = stop - start
+    y = np.empty(n_local, dtype=np.int8 if task == "binary" else np.int32)
+    domain = np.zeros(n_local, dtype=np.int32)
+    with comm.collective_guard():
+        for g, fi, r0, arr in iter_block(files, start, stop, what=("y", "domain"), chunk_rows=1 << 20):
+            s = slice(g - start, g - start + len(arr["y"]))
+            if task is not None:
+                _check_labels(arr["y"], task, files[fi].path, r0)
+            y[s] = arr["y"]
+            if mode == "file":
+                domain[s] = fi
+            elif mode == "column":
+                dom = arr["domain"]
+                bad = np.nonzero(dom < 0)[0]
+                if bad.size:
+                    raise InputError(
+                        f"{files[fi].path}: dataset 'domain' row {r0 + bad[0]}: id {dom[bad[0]]} is negative"
+                    )
+                domain[s] = dom
+    return y, domain
+
+
+def _shard(comm, files, layout, X, y, domain, start, mode, bins, task) -> Shard:
+    n_domains = len(files) if mode == "file" else (int(comm.allreduce_max(int(domain.max()) if domain.size else -1)) + 1)
+    n_domains = max(n_domains, 1)
+    dcounts = comm.allreduce_int(np.bincount(domain, minlength=n_domains).astype(np.int64))
+    if mode == "file":
+        names = [f.attrs.get("domain_name") or os.path.splitext(os.path.basename(f.path))[0] for f in files]
+    else:
+        names = files[0].domain_names
+    labels: dict = {}
+    if task is not None:
+        if task == "binary":
+            keys = np.array([-1, 1])
+            local = np.array([(y == -1).sum(), (y == 1).sum()], dtype=np.int64)
+        else:
+            k = int(comm.allreduce_max(int(y.max()) if y.size else -1)) + 1
+            keys = np.arange(k)
+            local = np.bincount(y, minlength=k).astype(np.int64)
+        labels = dict(zip(keys.tolist(), comm.allreduce_int(local).tolist()))
+    return Shard(
+        X=X,
+        y=y,
+        domain=domain,
+        start=start,
+        n_global=layout.n,
+        n_domains=n_domains,
+        files=list(files),
+        layout=layout,
+        bins=bins,
+        feature_names=files[0].feature_names,
+        domain_names=names,
+        label_counts=labels,
+        domain_counts=dcounts,
+    )
+
+
+def _plan(comm, paths, dedicated_coordinator):
+    files = _resolve_files(comm, paths)
+    layout = Layout(sum(f.n for f in files), comm.size, dedicated_coordinator)
+    if dedicated_coordinator and comm.size < 2:
+        raise InputError("--dedicated-coordinator needs at least 2 ranks (rank 0 holds no rows)")
+    start, stop = layout.block(comm.rank)
+    return files, layout, start, stop
+
+
+def load(
+    comm,
+    paths: Sequence[str | os.PathLike],
+    *,
+    task: Optional[str] = "binary",
+    domains: str = "auto",
+    dedicated_coordinator: bool = False,
+    bins: Optional[BinMapper] = None,
+    max_bins: int = MAX_VALUE_BINS,
+    sample_size: int = DEFAULT_SAMPLE,
+    seed: int = 0,
+) -> Shard:
+    """Collective: load and bin this rank's block of the rows of ``paths``.
+
+    Parameters
+    ----------
+    comm
+        A :class:`mpiboost.comm.Comm`.
+    paths
+        Data files; their rows are concatenated in order.
+    task
+        ``"binary"`` (labels -1/+1), ``"multiclass"`` (0..K-1) or ``None``
+        (labels not checked, e.g. for prediction).
+    domains
+        ``"auto"``: one domain per file if several files, else the ``domain``
+        dataset if present, else a single domain. ``"file"``, ``"column"``,
+        ``"none"`` force a rule.
+    dedicated_coordinator
+        Rank 0 holds no rows.
+    bins
+        Bin edges to apply (e.g. the training edges for validation data);
+        ``None`` computes them from a global row sample.
+    max_bins, sample_size, seed
+        Binning parameters (edges are identical for any number of ranks).
+
+    Returns
+    -------
+    Shard
+        ``X`` holds uint8 bins; the raw values are never held in full.
+    """
+    files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
+    mode = _domain_mode(files, domains)
+    y, domain = _read_targets(comm, files, layout, start, stop, task, mode)
+    d = files[0].d
+    if bins is None:
+        ids = sample_rows(layout.n, sample_size, seed)
+        lo, hi = np.searchsorted(ids, [start, stop])
+        mine = ids[lo:hi]
+        dtype = np.result_type(*[f.x_dtype for f in files])
+        local_sample = np.empty((mine.size, d), dtype=dtype)
+        filled = 0
+        with comm.collective_guard():
+            for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
+                X = arr["X"]
+                _check_features(X, files[fi].path, r0)
+                a, b = np.searchsorted(mine, [g, g + X.shape[0]])
+                local_sample[filled : filled + b - a] = X[mine[a:b] - g]
+                filled += b - a
+        bins = fit_edges(comm, local_sample, max_bins=max_bins)
+        del local_sample
+        checked = True
+    else:
+        if bins.n_features != d:
+            raise InputError(f"the model expects {bins.n_features} features but {files[0].path} has {d}")
+        checked = False
+    Xb = np.empty((stop - start, d), dtype=np.uint8)
+    with comm.collective_guard():
+        for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
+            X = arr["X"]
+            if not checked:
+                _check_features(X, files[fi].path, r0)
+            bins.transform(X, out=Xb[g - start : g - start + X.shape[0]])
+    return _shard(comm, files, layout, Xb, y, domain, start, mode, bins, task)
+
+
+def load_raw(
+    comm,
+    paths: Sequence[str | os.PathLike],
+    *,
+    task: Optional[str] = "binary",
+    domains: str = "auto",
+    dedicated_coordinator: bool = False,
+) -> Shard:
+    """Collective: like :func:`load` but keep this rank's raw feature values (no binning)."""
+    files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
+    mode = _domain_mode(files, domains)
+    y, domain = _read_targets(comm, files, layout, start, stop, task, mode)
+    dtype = np.result_type(*[f.x_dtype for f in files])
+    X = np.empty((stop - start, files[0].d), dtype=dtype)
+    with comm.collective_guard():
+        for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
+            _check_features(arr["X"], files[fi].path, r0)
+            X[g - start : g - start + arr["X"].shape[0]] = arr["X"]
+    return _shard(comm, files, layout, X, y, domain, start, mode, None, task)

@@ -1,0 +1,4 @@
+"""(being written) multisource generator."""
+
+def add_arguments(parser):
+    pass

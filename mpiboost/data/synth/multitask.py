@@ -1,0 +1,4 @@
+"""(being written) multitask generator."""
+
+def add_arguments(parser):
+    pass

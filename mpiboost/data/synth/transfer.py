@@ -1,0 +1,4 @@
+"""(being written) transfer generator."""
+
+def add_arguments(parser):
+    pass

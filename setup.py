@@ -1,0 +1,49 @@
+"""Build the Cython kernels in ``cython_ext/`` into ``mpiboost._ext``.
+
+Environment switches:
+``MPIBOOST_NO_OPENMP=1``  build without OpenMP (e.g. Apple clang without libomp);
+``MPIBOOST_NATIVE=1``     add ``-march=native`` (fastest, not portable).
+"""
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+HERE = Path(__file__).parent
+openmp = os.environ.get("MPIBOOST_NO_OPENMP", "0") != "1" and sys.platform != "win32"
+compile_args = ["-O3"]
+link_args = []
+if openmp:
+    compile_args.append("-fopenmp")
+    link_args.append("-fopenmp")
+if os.environ.get("MPIBOOST_NATIVE", "0") == "1":
+    compile_args.append("-march=native")
+
+extensions = [
+    Extension(
+        f"mpiboost._ext.{pyx.stem}",
+        [str(pyx.relative_to(HERE))],
+        include_dirs=[np.get_include(), "cython_ext"],
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+    )
+    for pyx in sorted((HERE / "cython_ext").glob("*.pyx"))
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        include_path=["cython_ext"],
+        compiler_directives={
+            "language_level": 3,
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+        },
+    ),
+)
