@@ -1,7 +1,8 @@
 """Building blocks of partition-independent sums.
 
 ``partials`` turns a vector into Shewchuk's non-overlapping partials: a short
-list of doubles whose exact (real) sum equals the exact sum of the input. The
+list of doubles whose exact (real) sum equals the exact sum of the input
+(accumulated per binary exponent in 128-bit integers, see ``_superacc.h``). The
 center merges every rank's partials with ``math.fsum``, which is correctly
 rounded, so the total is the same bits however the rows are split.
 
@@ -36,26 +37,27 @@ cdef inline idx_t _grow(double* p, idx_t m, double x) noexcept nogil:
     return i + 1
 
 
-def partials(const double[::1] x):
-    """Non-overlapping partials of ``x`` (exact representation of its sum).
+cdef extern from "_superacc.h":
+    ctypedef struct mb_i128:
+        pass
+    int MB_NBUCKETS
+    int mb_acc_add(mb_i128* acc, const double* x, idx_t n) nogil
+    int mb_acc_add_grouped(mb_i128* acc, const double* x, const int* g, idx_t n, int n_groups) nogil
+    void mb_acc_merge(mb_i128* into, const mb_i128* src) nogil
+    idx_t mb_acc_terms(const mb_i128* acc, double* out) nogil
 
-    Raises ``ValueError`` on NaN or infinite input (such sums are not exact).
-    """
-    cdef idx_t n = x.shape[0], i, m = 0
-    # At most ~40 partials can be non-overlapping in the double range.
+cdef extern from "_openmp_shim.h":
+    int mb_get_max_threads() nogil
+
+
+cdef object _terms_to_partials(mb_i128* acc):
+    """Exact non-overlapping partials of one accumulator."""
+    cdef double terms[3 * 2048]
     cdef double buf[80]
-    cdef bint bad = False
-    with nogil:
-        for i in range(n):
-            if not isfinite(x[i]):
-                bad = True
-                break
-            m = _grow(buf, m, x[i])
-            if m > 70:        # cannot happen for finite doubles; defensive
-                bad = True
-                break
-    if bad:
-        raise ValueError("exact sum of non-finite values")
+    cdef idx_t k, i, m = 0
+    k = mb_acc_terms(acc, terms)
+    for i in range(k):
+        m = _grow(buf, m, terms[i])
     out = np.empty(m, dtype=np.float64)
     cdef double[::1] o = out
     for i in range(m):
@@ -63,29 +65,49 @@ def partials(const double[::1] x):
     return out
 
 
+def partials(const double[::1] x):
+    """Non-overlapping partials of ``x`` (an exact representation of its sum).
+
+    Every value goes into a per-exponent 128-bit integer bucket (exact,
+    order-free, split across threads); the buckets are then turned into a few
+    Shewchuk partials. Raises ``ValueError`` on NaN or infinite input.
+    """
+    cdef idx_t n = x.shape[0], t, nt, lo, hi
+    cdef int bad = 0
+    nt = max(1, min(mb_get_max_threads(), n // 65536))
+    # per thread: 4 scratch accumulators of 2048 int128 buckets
+    store = np.zeros(nt * 4 * 2048 * 2, dtype=np.int64)
+    cdef mb_i128* acc = <mb_i128*> cnp.PyArray_DATA(store)
+    if n:
+        for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+            lo = t * n // nt
+            hi = (t + 1) * n // nt
+            if not mb_acc_add(acc + t * 4 * 2048, &x[lo], hi - lo):
+                bad = 1
+    if bad:
+        raise ValueError("exact sum of non-finite values")
+    for t in range(1, nt):
+        mb_acc_merge(acc, acc + t * 4 * 2048)
+    return _terms_to_partials(acc)
+
+
 def grouped_partials(const double[::1] x, const int[::1] group, int n_groups):
     """Partials of ``x`` per group id (``0 <= group[i] < n_groups``).
 
     Returns a list of ``n_groups`` float64 arrays.
     """
-    cdef idx_t n = x.shape[0], i, g
+    cdef idx_t n = x.shape[0], k
+    cdef int ok = 1
     if group.shape[0] != n:
         raise ValueError("x and group must have the same length")
-    bufs = np.zeros((n_groups, 80), dtype=np.float64)
-    lens = np.zeros(n_groups, dtype=np.intp)
-    cdef double[:, ::1] b = bufs
-    cdef idx_t[::1] m = lens
-    cdef bint bad = False
-    with nogil:
-        for i in range(n):
-            g = group[i]
-            if g < 0 or g >= n_groups or not isfinite(x[i]):
-                bad = True
-                break
-            m[g] = _grow(&b[g, 0], m[g], x[i])
-    if bad:
+    store = np.zeros(max(n_groups, 1) * 2048 * 2, dtype=np.int64)
+    cdef mb_i128* acc = <mb_i128*> cnp.PyArray_DATA(store)
+    if n:
+        with nogil:
+            ok = mb_acc_add_grouped(acc, &x[0], &group[0], n, n_groups)
+    if not ok:
         raise ValueError("group id out of range or non-finite value in exact sum")
-    return [bufs[k, :lens[k]].copy() for k in range(n_groups)]
+    return [_terms_to_partials(acc + k * 2048) for k in range(n_groups)]
 
 
 def to_fixed(const double[::1] x, int shift, fixed_t[::1] out):

@@ -12,7 +12,7 @@ cdef enum:
     MISSING_BIN = 255
     MAX_VALUE_BINS = 255
 
-ctypedef fused feature_t:
+ctypedef fused feature_t:  # raw input types accepted by the loader
     cnp.npy_float32
     cnp.npy_float64
     cnp.npy_int8

@@ -86,8 +86,13 @@ def _write_synth(fmt, data, out: str, split: bool) -> list[str]:
         )
         return [out]
     stem, ext = os.path.splitext(out)
+    n = len(data.y)
+    # Arrays with one entry per row are split with the rows; distribution
+    # parameters (any other shape) are copied into every part.
+    per_row = {k: v for k, v in extra.items() if np.ndim(v) and len(v) == n}
+    shared = {k: v for k, v in extra.items() if k not in per_row}
+    n_dom = len(data.domain_names) if data.domain_names else int(data.domain.max()) + 1
     paths = []
-    n_dom = int(data.domain.max()) + 1
     for k in range(n_dom):
         rows = data.domain == k
         name = data.domain_names[k] if data.domain_names else str(k)
@@ -98,7 +103,7 @@ def _write_synth(fmt, data, out: str, split: bool) -> list[str]:
             data.y[rows],
             feature_names=data.feature_names,
             attrs=dict(data.attrs, domain_name=name, domain_id=k),
-            extra={key: np.asarray(v)[rows] for key, v in extra.items() if np.ndim(v) and len(v) == len(rows)},
+            extra=dict(shared, **{key: np.asarray(v)[rows] for key, v in per_row.items()}),
         )
         paths.append(path)
     return paths
@@ -139,6 +144,46 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Collective: load, validate and bin the data as training would, and report."""
+    import time
+
+    from . import comm as comm_mod
+    from .data.load import load
+
+    comm = comm_mod.world()
+    t0 = time.perf_counter()
+    shard = load(
+        comm,
+        args.data,
+        task=None if args.task == "none" else args.task,
+        domains=args.domains,
+        dedicated_coordinator=args.dedicated_coordinator,
+    )
+    seconds = time.perf_counter() - t0
+    blocks = comm.gather((comm.rank, shard.start, shard.stop))
+    if comm.is_center:
+        n_bins = shard.bins.n_bins
+        report = {
+            "files": [f.path for f in shard.files],
+            "n": shard.n_global,
+            "d": shard.d,
+            "ranks": comm.size,
+            "rows_per_rank": {str(r): b - a for r, a, b in blocks},
+            "labels": {str(k): v for k, v in shard.label_counts.items()},
+            "domains": {
+                (shard.domain_names[k] if shard.domain_names and k < len(shard.domain_names) else str(k)): int(c)
+                for k, c in enumerate(shard.domain_counts)
+            },
+            "value_bins": {"min": int(n_bins.min()), "max": int(n_bins.max()), "mean": float(n_bins.mean())},
+            "constant_features": int((n_bins == 1).sum()),
+            "seconds": round(seconds, 3),
+            "bytes": comm.bytes.totals(),
+        }
+        print(json.dumps(report, sort_keys=True))
+    return 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     """Check the MPI set-up: one line per rank, then an exact-sum round trip."""
     import platform
@@ -163,7 +208,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     total = comm.sum_exact(values)
     expected = sum([0.1] * (comm.size * (comm.size + 1) // 2))
     if comm.is_center:
-        lib = MPI.Get_library_version().strip().splitlines()[0]
+        lib = MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0]
         print(f"mpiboost {__version__}, {comm.size} rank(s), MPI: {lib}")
         for r in rows:
             print(
@@ -230,6 +275,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_info)
 
     p = sub.add_parser(
+        "validate",
+        help="check data files collectively, as training would load them",
+        description="Load, validate and bin data files on every rank (run under mpiexec); print a JSON report.",
+    )
+    p.add_argument("data", nargs="+", metavar="FILE.h5", help="data files (several files = several domains)")
+    p.add_argument("--task", choices=("binary", "multiclass", "none"), default="binary", help="label check (default binary: -1/+1)")
+    p.add_argument("--domains", choices=("auto", "file", "column", "none"), default="auto", help="domain rule (default auto)")
+    p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 holds no rows")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser(
         "doctor",
         help="check the MPI set-up (run it under mpiexec/srun)",
         description="Print rank, host, threads and MPI library of every rank, and check an exact sum.",
@@ -254,14 +310,17 @@ def _abort(code: int) -> None:
         comm._MPI.COMM_WORLD.Abort(code)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of the ``mpiboost`` command; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def guarded(func, *args) -> int:
+    """Run ``func(*args)`` with mpiboost's error policy; return the exit code.
+
+    Agreed errors (:class:`CollectiveError`) end every rank cleanly with the
+    message printed once; a rank-local :class:`InputError` prints its message
+    and aborts the job with code 2; any other exception prints its traceback
+    and aborts with code 1. So no rank is left waiting in a collective.
+    """
     try:
-        return int(args.func(args) or 0)
+        return int(func(*args) or 0)
     except CollectiveError as exc:
-        # Every rank raised it together: one message, clean exit everywhere.
         from . import comm
 
         rank = comm._MPI.COMM_WORLD.Get_rank() if comm._MPI is not None else 0
@@ -270,7 +329,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return exc.exit_code
     except InputError as exc:
         print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
-        _abort(exc.exit_code)  # the other ranks may be inside a collective
+        _abort(exc.exit_code)
         return exc.exit_code
     except KeyboardInterrupt:
         _abort(130)
@@ -282,3 +341,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stderr.flush()
         _abort(1)
         return 1
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``mpiboost`` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    return guarded(args.func, args)

@@ -109,19 +109,38 @@ class BinMapper:
         return float(e[bin_index]) if bin_index < len(e) else float("inf")
 
     def transform(self, X: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Bin a raw ``(n, d)`` chunk with the compiled kernel."""
+        """Bin a raw ``(n, d)`` chunk with the compiled kernels."""
         from .._ext import _binning
 
         X = np.asarray(X)
         if X.ndim != 2 or X.shape[1] != self.n_features:
             raise ValueError(f"expected shape (n, {self.n_features}), got {X.shape}")
-        if X.dtype not in (np.float32, np.float64, np.int8, np.uint8, np.int16, np.int32):
-            X = X.astype(np.float64)
         if out is None:
             out = np.empty(X.shape, dtype=np.uint8)
-        flat, offsets = self.flat()
-        _binning.apply_bins(X, flat, offsets, out)
+        if X.dtype in (np.int8, np.uint8):
+            _binning.apply_lut(np.ascontiguousarray(X).view(np.uint8), self._lut(X.dtype), out)
+            return out
+        if X.dtype not in (np.float32, np.float64, np.int16, np.int32):
+            X = X.astype(np.float64)
+        flat, offsets = self._flat_cached()
+        _binning.apply_bins(np.ascontiguousarray(X), flat, offsets, out)
         return out
+
+    def _flat_cached(self) -> tuple[np.ndarray, np.ndarray]:
+        if getattr(self, "_flat", None) is None:
+            self._flat = self.flat()
+        return self._flat
+
+    def _lut(self, dtype: np.dtype) -> np.ndarray:
+        """(d, 256) table: bin of every possible byte value, indexed by the raw byte."""
+        cache = self.__dict__.setdefault("_luts", {})
+        key = np.dtype(dtype).str
+        if key not in cache:
+            raw = np.arange(256, dtype=np.uint8).view(dtype).astype(np.float64)
+            cache[key] = np.ascontiguousarray(
+                np.stack([np.searchsorted(e, raw, side="left") for e in self.edges]).astype(np.uint8)
+            ).reshape(self.n_features, 256)
+        return cache[key]
 
 
 def fit_edges(comm, local_sample: np.ndarray, max_bins: int = MAX_VALUE_BINS) -> BinMapper:

@@ -214,7 +214,9 @@ def _shard(comm, files, layout, X, y, domain, start, mode, bins, task) -> Shard:
     n_domains = max(n_domains, 1)
     dcounts = comm.allreduce_int(np.bincount(domain, minlength=n_domains).astype(np.int64))
     if mode == "file":
-        names = [f.attrs.get("domain_name") or os.path.splitext(os.path.basename(f.path))[0] for f in files]
+        names = [str(f.attrs.get("domain_name") or os.path.splitext(os.path.basename(f.path))[0]) for f in files]
+        if len(set(names)) < len(names):
+            names = [f"{name}#{k}" for k, name in enumerate(names)]
     else:
         names = files[0].domain_names
     labels: dict = {}

@@ -1,0 +1,52 @@
+"""Helpers for tests that run unchanged under plain pytest and under ``mpiexec -n K pytest``.
+
+A *collective test* uses :func:`comms` to get every communicator it should run
+on (COMM_SELF, and COMM_WORLD when it has more than one rank) and must call the
+same collectives in the same order on every rank. ``test_mpi_suite.py``
+re-runs those modules under ``mpiexec -n 2, 3, 4``.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from mpiboost.comm import Comm, _mpi
+
+IN_MPI_RUN = os.environ.get("MPIBOOST_COLLECTIVE_RUN") == "1"
+
+
+def world() -> Comm:
+    return Comm(_mpi().COMM_WORLD)
+
+
+def comms() -> list[Comm]:
+    MPI = _mpi()
+    out = [Comm(MPI.COMM_SELF)]
+    if MPI.COMM_WORLD.Get_size() > 1:
+        out.append(Comm(MPI.COMM_WORLD))
+    return out
+
+
+def shared_tmpdir(comm: Comm) -> str:
+    """A directory every rank of ``comm`` sees (created by its rank 0)."""
+    path = tempfile.mkdtemp(prefix="mpiboost-test-") if comm.is_center else None
+    return comm.bcast(path)
+
+
+def splits(n: int, k: int) -> list[list[tuple[int, int]]]:
+    """Several ways to cut ``n`` rows into ``k`` contiguous parts: even, skewed, with empty parts."""
+    out = []
+    even = [(r * n // k, (r + 1) * n // k) for r in range(k)]
+    out.append(even)
+    # everything on the last rank, others empty
+    out.append([(0, 0)] * (k - 1) + [(0, n)])
+    # geometric-ish uneven cuts
+    cuts = [0]
+    for r in range(1, k):
+        cuts.append(min(n, cuts[-1] + max(1, (n - cuts[-1]) * 2 // 3)))
+    cuts.append(n)
+    out.append([(cuts[r], cuts[r + 1]) for r in range(k)])
+    # first rank empty
+    if k > 1:
+        out.append([(0, 0)] + [(((r - 1) * n) // (k - 1), (r * n) // (k - 1)) for r in range(1, k)])
+    return out
