@@ -1,2 +1,0 @@
-"""x"""
-def add_arguments(p): pass
