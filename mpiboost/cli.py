@@ -144,6 +144,108 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _comm(args: argparse.Namespace):
+    from . import comm as comm_mod
+
+    return comm_mod.world()
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from . import callbacks as cb
+    from .model import Model
+    from .train import train
+
+    comm = _comm(args)
+    params = {"weak_learner": args.weak_learner}
+    if args.algo == "smoothboost":
+        params.update(epsilon=args.epsilon, beta=args.beta, vote=args.vote)
+        if args.gamma is not None:
+            params["gamma"] = args.gamma
+    elif args.algo == "adaboost" and args.weak_learner == "sample":
+        params["beta"] = args.beta
+    if args.weak_learner == "sample":
+        if args.samples:
+            params["n_samples"] = args.samples
+        else:
+            params["sample_factor"] = args.sample_factor
+    callbacks = [cb.ProgressBar(False if args.quiet else None)]
+    if args.metrics:
+        callbacks.append(cb.MetricsLog(args.metrics, append=args.resume))
+    if args.checkpoint:
+        callbacks.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every))
+    resume = None
+    if args.resume:
+        if not args.checkpoint:
+            raise InputError("--resume needs --checkpoint FILE")
+        if os.path.exists(args.checkpoint):
+            with comm.collective_guard():
+                resume = Model.load(args.checkpoint)
+    result = train(
+        comm,
+        args.data,
+        algorithm=args.algo,
+        rounds=args.rounds,
+        params=params,
+        seed=args.seed,
+        valid=args.valid,
+        callbacks=callbacks,
+        dedicated_coordinator=args.dedicated_coordinator,
+        threads=args.threads,
+        resume=resume,
+    )
+    if comm.is_center:
+        result.model.save(args.model)
+        s = result.summary
+        sec = s["seconds"]
+        line = (
+            f"mpiboost: {s['algorithm']} {s['rounds']} rounds on {s['n']:,} rows x {s['d']} features, "
+            f"{s['ranks']} rank(s) x {s['threads']} thread(s): {sec['total']:.2f} s "
+            f"(load {sec['load']:.2f}, rounds {sec['rounds']:.2f}, communication {sec['communication']:.2f}); "
+            f"train error {s['train_error']:.4f}"
+        )
+        if s.get("valid_error") is not None:
+            line += f", valid error {s['valid_error']:.4f}"
+        line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {args.model}"
+        if s["stop_reason"] != "rounds":
+            line += f" (stopped early: {s['stop_reason']})"
+        print(line, flush=True)
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .evaluate import predict, write_predictions
+    from .model import Model
+
+    comm = _comm(args)
+    with comm.collective_guard():
+        model = Model.load(args.model)
+    values = predict(comm, model, args.data, scores=args.scores, dedicated_coordinator=args.dedicated_coordinator)
+    if comm.is_center:
+        write_predictions(args.out, values, "score" if args.scores else "prediction")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate
+    from .model import Model
+
+    comm = _comm(args)
+    with comm.collective_guard():
+        model = Model.load(args.model)
+    report = evaluate(comm, model, args.data, dedicated_coordinator=args.dedicated_coordinator)
+    if comm.is_center:
+        print(json.dumps(report, sort_keys=True))
+    return 0
+
+
+@_serial
+def cmd_export(args: argparse.Namespace) -> int:
+    from .model import Model
+
+    print(Model.load(args.model).to_json())
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Collective: load, validate and bin the data as training would, and report."""
     import time
@@ -224,6 +326,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- parser
+def boost_names() -> list[str]:
+    from .boost import ALGORITHMS
+
+    return list(ALGORITHMS)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mpiboost",
@@ -273,6 +381,60 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+", metavar="FILE.h5")
     p.add_argument("--json", action="store_true", help="one JSON object per file")
     p.set_defaults(func=cmd_info)
+
+    p = sub.add_parser(
+        "train",
+        help="train a model (run under mpiexec/srun)",
+        description="Train a boosted stump ensemble on data spread over the ranks. "
+        "The same seed gives the same model on any number of ranks.",
+    )
+    p.add_argument("--algo", required=True, choices=sorted(boost_names()), help="algorithm")
+    p.add_argument("--data", required=True, nargs="+", metavar="F.h5", help="training files (several = several domains)")
+    p.add_argument("--rounds", type=int, required=True, metavar="T", help="boosting rounds")
+    p.add_argument("--model", required=True, metavar="M.h5", help="output model file (written atomically)")
+    p.add_argument("--weak-learner", choices=("sample", "histogram"), default="histogram",
+                   help="sample: the paper's weighted sample of N rows; histogram: exact (default)")
+    p.add_argument("--epsilon", type=float, default=0.1, help="SmoothBoost smoothness epsilon in (0, 1] (default 0.1)")
+    p.add_argument("--beta", type=float, default=0.2, help="weak learner slack beta (default 0.2): gamma and N follow from it")
+    p.add_argument("--gamma", type=float, default=None, help="SmoothBoost weight shrink (default (1/2 - beta)/2)")
+    p.add_argument("--vote", choices=("majority", "weighted"), default="majority",
+                   help="SmoothBoost vote: unweighted majority (paper, default) or alpha-weighted")
+    p.add_argument("--samples", type=int, default=0, metavar="N", help="sample mode: rows per round (default from d and beta)")
+    p.add_argument("--sample-factor", type=float, default=1.0,
+                   help="sample mode: N = factor * (d / beta^2) ln(1/beta) (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+    p.add_argument("--valid", nargs="+", metavar="V.h5", help="validation files: error reported every round")
+    p.add_argument("--metrics", metavar="M.jsonl", help="per-round metrics, one JSON object per line")
+    p.add_argument("--checkpoint", metavar="C.h5", help="save the partial model here during training")
+    p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint interval in rounds (default 10)")
+    p.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
+    p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 coordinates and holds no rows")
+    p.add_argument("--threads", type=int, default=0, help="OpenMP threads per rank (default: cores / ranks on the node)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("predict", help="predict labels or scores", description="Predict every row of the data files.")
+    p.add_argument("--model", required=True, metavar="M.h5")
+    p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
+    p.add_argument("--out", required=True, metavar="P.npy|P.csv", help="output (.npy, or .csv with one column)")
+    p.add_argument("--scores", action="store_true", help="write the ensemble score instead of the label")
+    p.add_argument("--dedicated-coordinator", action="store_true")
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser(
+        "evaluate",
+        help="error, accuracy and AUC of a model (JSON)",
+        description="Print {n, error, accuracy, auc} and, with domains, per_domain, uniform_error, agnostic_error.",
+    )
+    p.add_argument("--model", required=True, metavar="M.h5")
+    p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
+    p.add_argument("--dedicated-coordinator", action="store_true")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("export", help="canonical JSON of a model", description="Print the model as canonical JSON.")
+    p.add_argument("--model", required=True, metavar="M.h5")
+    p.add_argument("--format", choices=("json",), default="json")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(
         "validate",

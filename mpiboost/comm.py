@@ -61,6 +61,12 @@ class ByteCounter:
         self.total: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.round: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.calls: dict[str, int] = defaultdict(int)
+        self.seconds: dict[str, float] = defaultdict(float)  # wall time inside MPI calls
+        self.round_seconds: dict[str, float] = defaultdict(float)
+
+    def add_time(self, primitive: str, seconds: float) -> None:
+        self.seconds[primitive] += seconds
+        self.round_seconds[primitive] += seconds
 
     def add(self, primitive: str, sent: int, received: int) -> None:
         for table in (self.total, self.round):
@@ -71,13 +77,17 @@ class ByteCounter:
 
     def take_round(self) -> dict[str, dict[str, int]]:
         """Return this round's counts ``{primitive: {"sent", "received"}}`` and reset them."""
-        out = {k: {"sent": v[0], "received": v[1]} for k, v in sorted(self.round.items())}
+        out = {
+            k: {"sent": v[0], "received": v[1], "seconds": round(self.round_seconds.get(k, 0.0), 6)}
+            for k, v in sorted(self.round.items())
+        }
         self.round = defaultdict(lambda: [0, 0])
+        self.round_seconds = defaultdict(float)
         return out
 
     def totals(self) -> dict[str, dict[str, int]]:
         return {
-            k: {"sent": v[0], "received": v[1], "calls": self.calls[k]}
+            k: {"sent": v[0], "received": v[1], "calls": self.calls[k], "seconds": round(self.seconds.get(k, 0.0), 6)}
             for k, v in sorted(self.total.items())
         }
 
@@ -88,6 +98,26 @@ class ByteCounter:
     @property
     def received(self) -> int:
         return sum(v[1] for v in self.total.values())
+
+
+def _timed(method):
+    """Add the wall time of an outermost collective call to the current primitive."""
+    import functools
+    import time
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if self._depth or self.size == 1:
+            return method(self, *args, **kwargs)
+        self._depth += 1
+        t0 = time.perf_counter()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._depth -= 1
+            self.bytes.add_time(self._primitive, time.perf_counter() - t0)
+
+    return wrapper
 
 
 def _pickled_size(obj: Any) -> int:
@@ -115,6 +145,7 @@ class Comm:
         self.size: int = self.mpi.Get_size()
         self.bytes = ByteCounter()
         self._primitive = "other"
+        self._depth = 0
 
     # ------------------------------------------------------------------ basics
     @property
@@ -134,6 +165,7 @@ class Comm:
         if self.size > 1:
             self.bytes.add(self._primitive, sent, received)
 
+    @_timed
     def barrier(self) -> None:
         self.mpi.Barrier()
 
@@ -144,6 +176,7 @@ class Comm:
         self.mpi.Abort(code)
 
     # ------------------------------------------------- small pickled messages
+    @_timed
     def bcast(self, obj: Any, root: int = 0) -> Any:
         obj = self.mpi.bcast(obj, root=root)
         if self.size > 1:
@@ -151,6 +184,7 @@ class Comm:
             self._count(m * (self.size - 1) if self.rank == root else 0, 0 if self.rank == root else m)
         return obj
 
+    @_timed
     def allgather(self, obj: Any) -> list:
         out = self.mpi.allgather(obj)
         if self.size > 1:
@@ -158,6 +192,7 @@ class Comm:
             self._count(m * (self.size - 1), sum(_pickled_size(o) for i, o in enumerate(out) if i != self.rank))
         return out
 
+    @_timed
     def gather(self, obj: Any, root: int = 0) -> Optional[list]:
         out = self.mpi.gather(obj, root=root)
         if self.size > 1:
@@ -168,6 +203,7 @@ class Comm:
         return out
 
     # ------------------------------------------------------ buffer collectives
+    @_timed
     def Bcast(self, arr: np.ndarray, root: int = 0) -> np.ndarray:
         """Broadcast a contiguous array in place (same shape/dtype on every rank)."""
         arr = np.ascontiguousarray(arr)
@@ -176,6 +212,7 @@ class Comm:
         self._count(m * (self.size - 1) if self.rank == root else 0, 0 if self.rank == root else m)
         return arr
 
+    @_timed
     def bcast_array(self, arr: Optional[np.ndarray], root: int = 0) -> np.ndarray:
         """Broadcast an array whose shape and dtype only the root knows."""
         header = self.bcast(None if self.rank != root else (arr.shape, arr.dtype.str), root=root)
@@ -183,6 +220,7 @@ class Comm:
             arr = np.empty(header[0], dtype=np.dtype(header[1]))
         return self.Bcast(np.ascontiguousarray(arr), root=root)
 
+    @_timed
     def _allreduce(self, arr: np.ndarray, op: Any) -> np.ndarray:
         arr = np.ascontiguousarray(arr)
         out = np.empty_like(arr)
@@ -209,6 +247,25 @@ class Comm:
         out = self._allreduce(np.atleast_1d(np.asarray(arr)), _mpi().MIN)
         return out[0].item() if scalar else out
 
+    @_timed
+    def allgather_array(self, arr: np.ndarray) -> np.ndarray:
+        """Stack every rank's same-shape array: result shape ``(size,) + arr.shape``."""
+        arr = np.ascontiguousarray(arr)
+        out = np.empty((self.size,) + arr.shape, dtype=arr.dtype)
+        self.mpi.Allgather(arr, out)
+        self._count(arr.nbytes * (self.size - 1), arr.nbytes * (self.size - 1))
+        return out
+
+    @_timed
+    def reduce_int(self, arr: np.ndarray, root: int = 0) -> Optional[np.ndarray]:
+        """Exact int64 sum of ``arr`` over ranks, on ``root`` only (``None`` elsewhere)."""
+        arr = np.ascontiguousarray(arr, dtype=np.int64)
+        out = np.empty_like(arr) if self.rank == root else None
+        self.mpi.Reduce(arr, out, op=_mpi().SUM, root=root)
+        self._count(0 if self.rank == root else arr.nbytes, arr.nbytes * (self.size - 1) if self.rank == root else 0)
+        return out
+
+    @_timed
     def gatherv(self, arr: np.ndarray, root: int = 0) -> Optional[np.ndarray]:
         """Concatenate every rank's array along axis 0 on ``root`` (rank order).
 
@@ -227,6 +284,7 @@ class Comm:
         self._count(arr.nbytes, 0)
         return None
 
+    @_timed
     def allgatherv(self, arr: np.ndarray) -> np.ndarray:
         """Concatenate every rank's array along axis 0 on every rank."""
         arr = np.ascontiguousarray(arr)

@@ -9,6 +9,7 @@ so bad input ends every rank with the same message and exit code 2.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Sequence
 
@@ -70,6 +71,7 @@ class Shard:
     domain_names: Optional[list[str]] = None
     label_counts: dict = field(default_factory=dict)
     domain_counts: Optional[np.ndarray] = None
+    timings: dict = field(default_factory=dict)  # seconds: read, bin_edges, bin
 
     @property
     def n_local(self) -> int:
@@ -295,10 +297,13 @@ def load(
     Shard
         ``X`` holds uint8 bins; the raw values are never held in full.
     """
+    clock = time.perf_counter
+    t0 = clock()
     files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
     mode = _domain_mode(files, domains)
     y, domain = _read_targets(comm, files, layout, start, stop, task, mode)
     d = files[0].d
+    t_edges = 0.0
     if bins is None:
         ids = sample_rows(layout.n, sample_size, seed)
         lo, hi = np.searchsorted(ids, [start, stop])
@@ -313,7 +318,9 @@ def load(
                 a, b = np.searchsorted(mine, [g, g + X.shape[0]])
                 local_sample[filled : filled + b - a] = X[mine[a:b] - g]
                 filled += b - a
+        t1 = clock()
         bins = fit_edges(comm, local_sample, max_bins=max_bins)
+        t_edges = clock() - t1
         del local_sample
         checked = True
     else:
@@ -321,13 +328,19 @@ def load(
             raise InputError(f"the model expects {bins.n_features} features but {files[0].path} has {d}")
         checked = False
     Xb = np.empty((stop - start, d), dtype=np.uint8)
+    t_bin = 0.0
     with comm.collective_guard():
         for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
             X = arr["X"]
             if not checked:
                 _check_features(X, files[fi].path, r0)
+            t1 = clock()
             bins.transform(X, out=Xb[g - start : g - start + X.shape[0]])
-    return _shard(comm, files, layout, Xb, y, domain, start, mode, bins, task)
+            t_bin += clock() - t1
+    shard = _shard(comm, files, layout, Xb, y, domain, start, mode, bins, task)
+    total = clock() - t0
+    shard.timings = {"read": total - t_edges - t_bin, "bin_edges": t_edges, "bin": t_bin, "load": total}
+    return shard
 
 
 def load_raw(

@@ -1,0 +1,22 @@
+"""Stump-ensemble prediction on binned rows."""
+from cython.parallel cimport prange
+
+from _typedefs cimport bin_t, idx_t
+from _stump cimport stump_value
+
+
+def predict_binned(const bin_t[:, ::1] X, const int[::1] feature, const int[::1] bin,
+                   const signed char[::1] left, const unsigned char[::1] missing_left,
+                   const double[::1] coef, double[::1] out):
+    """``out[i] = sum_t coef[t] * h_t(x_i)``, stumps summed in order ``t = 0..T-1``."""
+    cdef idx_t n = X.shape[0], T = feature.shape[0], i, t
+    cdef double s
+    if out.shape[0] != n:
+        raise ValueError("shape mismatch")
+    if n == 0:
+        return
+    for i in prange(n, nogil=True, schedule="static"):
+        s = 0.0
+        for t in range(T):
+            s = s + coef[t] * stump_value(&X[i, 0], feature[t], bin[t], left[t], missing_left[t])
+        out[i] = s

@@ -1,0 +1,13 @@
+"""Boosting algorithms, one module each, all with the shape of :mod:`.base`."""
+from .adaboost import AdaBoost
+from .smoothboost import SmoothBoost
+
+ALGORITHMS = {cls.name: cls for cls in (SmoothBoost, AdaBoost)}
+
+
+def get(name: str):
+    """The algorithm class called ``name``."""
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise KeyError(f"unknown algorithm {name!r}; choose from {', '.join(sorted(ALGORITHMS))}") from None

@@ -1,0 +1,41 @@
+"""Distributed AdaBoost (ALGORITHMS §2; Balcan, Blum, Fine, Mansour 2012).
+
+The SmoothBoost paper's baseline: the same sampling protocol (or the exact
+histogram learner), no projection, the AdaBoost update. Each round:
+alpha_t = 1/2 ln((1 - e_t) / e_t) with e_t the exact global weighted error of
+h_t (one reduce_stats) clipped into [1e-12, 1/2 - 1e-12];
+w_i <- w_i exp(-alpha_t y_i h_t(x_i)); normalize with an exact sum. Training
+stops early when e_t >= 1/2. Output sign(sum_t alpha_t h_t).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from .base import Hypothesis, StumpBoosting
+
+ERROR_CLIP = 1e-12
+
+
+class AdaBoost(StumpBoosting):
+    name = "adaboost"
+    vote = "weighted"
+
+    def select(self, t: int) -> Optional[Hypothesis]:
+        choice = self.choose(t)
+        err = self.weighted_error(choice.stump)
+        metrics = {"weak_error": err, "edge": 1.0 - 2.0 * err}
+        if choice.sample_error is not None:
+            metrics["weak_error_sample"] = choice.sample_error
+        if err >= 0.5:
+            return None  # no weak learner edge left: stop
+        e = min(max(err, ERROR_CLIP), 0.5 - ERROR_CLIP)
+        alpha = 0.5 * math.log((1.0 - e) / e)
+        return Hypothesis(choice.stump, alpha, metrics)
+
+    def apply(self, h: Hypothesis) -> dict:
+        alpha = h.coef
+        errors = self.update_rows(h.stump, math.exp(-alpha), math.exp(alpha), alpha)
+        self.normalize()
+        self.model.append(h.stump, h.coef)
+        return {"train_errors": errors}

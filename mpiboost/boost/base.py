@@ -1,0 +1,106 @@
+"""What every boosting algorithm shares: the four-step shape and the row state.
+
+An algorithm is a class with
+
+``setup(data, proto, seed)``  initial state from this rank's rows;
+``select(t) -> Hypothesis``   round t's hypothesis (protocol primitives only);
+``apply(h) -> dict``          update the state for h, return round metrics;
+``finish() -> Model``         the final ensemble.
+
+``select`` draws randomness only from an RNG seeded by ``(seed, t)`` and
+``apply`` depends only on the state and h, so a checkpoint is just the list
+of hypotheses: replaying ``apply`` over them restores the state exactly.
+Algorithms never open files, print or call MPI directly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .._ext import _weights
+from ..model import Model
+from ..protocol import Protocol, fixed_point
+from ..weak.stump import Stump, StumpLearner
+
+
+@dataclass
+class Hypothesis:
+    """A round's stump, its vote coefficient, and what was learnt about it."""
+
+    stump: Stump
+    coef: float  # vote coefficient; apply() derives its update from (stump, coef) alone
+    metrics: dict = field(default_factory=dict)
+
+
+class StumpBoosting:
+    """Row state and helpers shared by the stump-boosting algorithms.
+
+    Subclasses set ``name`` and ``vote`` and implement ``select``/``apply``.
+    """
+
+    name = "base"
+    vote = "weighted"
+
+    def __init__(self, params: dict) -> None:
+        self.params = dict(params)
+
+    def setup(self, data, proto: Protocol, seed: int = 0) -> None:
+        self.data, self.proto, self.seed = data, proto, int(seed)
+        n_local = data.n_local
+        # Uniform over all n rows: a per-row value, so independent of the split.
+        self.w = np.full(n_local, 1.0 / data.n_global)
+        self.margin = np.zeros(n_local)
+        self.q = np.empty(n_local, dtype=np.int64)
+        self.learner = StumpLearner(
+            self.params.get("weak_learner", "histogram"),
+            proto,
+            data.X,
+            data.y,
+            data.bins.n_bins,
+            self.params.get("n_samples", 1),
+            start=data.start,
+        )
+        self.model = Model(
+            algorithm=self.name,
+            params=self.params,
+            bins=data.bins,
+            vote=self.vote,
+            feature_names=data.feature_names,
+        )
+        self._groups = np.empty(n_local, dtype=np.int32)
+
+    def rng(self, t: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, int(t)])
+
+    def choose(self, t: int):
+        """Round t's stump for the current weights (fixed point), same on every rank."""
+        fixed_point(self.w, self.q)
+        return self.learner.fit(self.q, self.rng(t))
+
+    def weighted_error(self, stump: Stump) -> float:
+        """Exact global weighted error of ``stump`` under the current weights (reduce_stats)."""
+        h = stump.predict(self.data.X)
+        np.not_equal(h, self.data.y, out=self._groups, casting="unsafe")
+        right, wrong = self.proto.reduce_stats(self.w, self._groups, 2)
+        total = right + wrong
+        return wrong / total if total > 0 else 0.5
+
+    def update_rows(self, stump: Stump, factor_correct: float, factor_wrong: float, coef: float) -> int:
+        """Multiply weights, add to margins; return the global training error count."""
+        errors = _weights.apply_stump(
+            self.w, self.margin, self.data.X, self.data.y, *stump.args(), factor_correct, factor_wrong, coef
+        )
+        return int(self.proto.reduce_counts(np.array([errors]))[0])
+
+    def normalize(self) -> float:
+        """Divide by the exact global sum; returns it."""
+        (total,) = self.proto.reduce_stats(self.w)
+        if not total > 0:
+            raise FloatingPointError("all weights vanished")
+        _weights.scale(self.w, total)
+        return total
+
+    def finish(self) -> Model:
+        return self.model

@@ -1,0 +1,208 @@
+"""The trained ensemble: prediction, the HDF5 model file and its canonical JSON.
+
+A model is a list of stumps with coefficients, the bin edges that turn raw
+features into the bins the stumps test, and what produced it (algorithm,
+parameters, mpiboost version). The prediction is ``sign(sum_t coef_t h_t(x))``
+(ties give +1); an unweighted majority vote has all coefficients 1.
+
+The JSON export is canonical (sorted keys, shortest round-trip floats, no
+timestamps or host names), so two models compare byte for byte.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from . import __version__
+from .data.binning import BinMapper
+from .errors import InputError
+
+MODEL_FORMAT = 1
+
+
+@dataclass
+class Model:
+    """A stump ensemble over binned features."""
+
+    algorithm: str
+    params: dict
+    bins: BinMapper
+    feature: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    bin: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    left: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    missing_left: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
+    coef: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    vote: str = "weighted"
+    feature_names: Optional[list] = None
+    info: dict = field(default_factory=dict)  # training facts (rows, labels, stopping reason)
+
+    # ------------------------------------------------------------ building
+    @property
+    def n_stumps(self) -> int:
+        return int(self.feature.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return self.bins.n_features
+
+    def append(self, stump, coef: float) -> None:
+        self.feature = np.append(self.feature, np.int32(stump.feature)).astype(np.int32)
+        self.bin = np.append(self.bin, np.int32(stump.bin)).astype(np.int32)
+        self.left = np.append(self.left, np.int8(stump.left)).astype(np.int8)
+        self.missing_left = np.append(self.missing_left, np.uint8(stump.missing_left)).astype(np.uint8)
+        self.coef = np.append(self.coef, float(coef)).astype(np.float64)
+
+    def stumps(self):
+        from .weak.stump import Stump
+
+        for t in range(self.n_stumps):
+            yield Stump(int(self.feature[t]), int(self.bin[t]), int(self.left[t]), bool(self.missing_left[t])), float(
+                self.coef[t]
+            )
+
+    def truncated(self, rounds: int) -> "Model":
+        """The model of the first ``rounds`` stumps."""
+        m = Model(**{**self.__dict__})
+        for name in ("feature", "bin", "left", "missing_left", "coef"):
+            setattr(m, name, getattr(self, name)[:rounds].copy())
+        return m
+
+    def thresholds(self) -> np.ndarray:
+        """Real-valued threshold of each stump (``x <= threshold`` goes left)."""
+        return np.array(
+            [self.bins.threshold(f, b) if f >= 0 else np.inf for f, b in zip(self.feature, self.bin)], dtype=np.float64
+        )
+
+    # ---------------------------------------------------------- prediction
+    def decision_function(self, Xb: np.ndarray) -> np.ndarray:
+        """``sum_t coef_t h_t(x)`` for binned rows ``Xb`` (uint8)."""
+        from ._ext import _predict
+
+        out = np.empty(Xb.shape[0], dtype=np.float64)
+        _predict.predict_binned(
+            np.ascontiguousarray(Xb, dtype=np.uint8),
+            np.ascontiguousarray(self.feature, dtype=np.int32),
+            np.ascontiguousarray(self.bin, dtype=np.int32),
+            np.ascontiguousarray(self.left, dtype=np.int8),
+            np.ascontiguousarray(self.missing_left, dtype=np.uint8),
+            np.ascontiguousarray(self.coef, dtype=np.float64),
+            out,
+        )
+        return out
+
+    def predict(self, Xb: np.ndarray) -> np.ndarray:
+        """Labels in {-1, +1} (a zero score gives +1)."""
+        return np.where(self.decision_function(Xb) >= 0, 1, -1).astype(np.int8)
+
+    def predict_raw(self, X: np.ndarray) -> np.ndarray:
+        """Labels for raw feature values (binned with the model's edges)."""
+        return self.predict(self.bins.transform(np.asarray(X)))
+
+    # -------------------------------------------------------------- files
+    def _header(self) -> dict:
+        return {
+            "format": MODEL_FORMAT,
+            "mpiboost_version": __version__,
+            "algorithm": self.algorithm,
+            "params": self.params,
+            "vote": self.vote,
+            "n_features": self.n_features,
+            "feature_names": self.feature_names,
+            "info": self.info,
+        }
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model as HDF5, atomically (temporary file, then rename)."""
+        import h5py
+
+        path = os.fspath(path)
+        directory = os.path.dirname(path) or "."
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        os.close(fd)
+        try:
+            with h5py.File(tmp, "w") as f:
+                f.attrs["header"] = json.dumps(_plain(self._header()), sort_keys=True)
+                g = f.create_group("ensemble")
+                for name in ("feature", "bin", "left", "missing_left", "coef"):
+                    g.create_dataset(name, data=getattr(self, name))
+                g.create_dataset("threshold", data=self.thresholds())
+                flat, offsets = self.bins.flat()
+                b = f.create_group("bins")
+                b.create_dataset("edges", data=flat)
+                b.create_dataset("offsets", data=offsets)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Model":
+        import h5py
+
+        path = os.fspath(path)
+        if not os.path.exists(path):
+            raise InputError(f"{path}: no such model file")
+        try:
+            f = h5py.File(path, "r")
+        except OSError as exc:
+            raise InputError(f"{path}: not a readable HDF5 model file ({exc})") from None
+        with f:
+            if "header" not in f.attrs or "ensemble" not in f or "bins" not in f:
+                raise InputError(f"{path}: not an mpiboost model file (no header/ensemble/bins)")
+            h = json.loads(f.attrs["header"])
+            if h.get("format") != MODEL_FORMAT:
+                raise InputError(f"{path}: model format {h.get('format')} is not supported (expected {MODEL_FORMAT})")
+            g = f["ensemble"]
+            bins = BinMapper.from_flat(f["bins/edges"][()], f["bins/offsets"][()])
+            return cls(
+                algorithm=h["algorithm"],
+                params=h["params"],
+                bins=bins,
+                feature=g["feature"][()].astype(np.int32),
+                bin=g["bin"][()].astype(np.int32),
+                left=g["left"][()].astype(np.int8),
+                missing_left=g["missing_left"][()].astype(np.uint8),
+                coef=g["coef"][()].astype(np.float64),
+                vote=h["vote"],
+                feature_names=h.get("feature_names"),
+                info=h.get("info", {}),
+            )
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys, exact floats, no volatile fields)."""
+        doc = self._header()
+        doc["ensemble"] = [
+            {
+                "feature": int(f),
+                "bin": int(b),
+                "threshold": float(th) if np.isfinite(th) else None,
+                "left": int(lv),
+                "right": int(-lv),
+                "missing_left": bool(ml),
+                "coef": float(c),
+            }
+            for f, b, th, lv, ml, c in zip(
+                self.feature, self.bin, self.thresholds(), self.left, self.missing_left, self.coef
+            )
+        ]
+        doc["bin_edges"] = [e.tolist() for e in self.bins.edges]
+        return json.dumps(_plain(doc), sort_keys=True, allow_nan=True, separators=(",", ":"))
+
+
+def _plain(obj: Any) -> Any:
+    """Numpy scalars/arrays to plain Python for JSON."""
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj

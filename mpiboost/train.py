@@ -1,0 +1,206 @@
+"""The training driver: load -> bin -> rounds -> callbacks -> model.
+
+Everything around the boosting loop lives here (threads, loading, validation
+margins, timing, byte counts, resuming); the algorithm only sees its rows and
+the protocol, and callbacks do the logging and checkpointing.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+from . import boost
+from ._ext import _openmp, _weights
+from .boost.base import Hypothesis
+from .callbacks import Callback, RoundEnv
+from .data.load import load
+from .errors import InputError
+from .model import Model
+from .protocol import Protocol
+
+
+@dataclass
+class TrainResult:
+    model: Model
+    summary: dict = field(default_factory=dict)
+
+
+def _check_resume(ckpt: Model, algorithm: str, params: dict) -> None:
+    if ckpt.algorithm != algorithm:
+        raise InputError(f"checkpoint was made by {ckpt.algorithm}, not {algorithm}")
+    differ = sorted(k for k in set(ckpt.params) | set(params) if ckpt.params.get(k) != params.get(k))
+    if differ:
+        raise InputError("checkpoint parameters differ from this run's: " + ", ".join(differ))
+
+
+def train(
+    comm,
+    data: Sequence[str],
+    *,
+    algorithm: str,
+    rounds: int,
+    params: Optional[dict] = None,
+    seed: int = 0,
+    valid: Optional[Sequence[str]] = None,
+    callbacks: Sequence[Callback] = (),
+    dedicated_coordinator: bool = False,
+    threads: Optional[int] = None,
+    resume: Optional[Model] = None,
+) -> TrainResult:
+    """Collective: train ``algorithm`` for ``rounds`` rounds on the rows of ``data``.
+
+    Parameters
+    ----------
+    comm
+        The job's communicator (:func:`mpiboost.comm.world`).
+    data, valid
+        Training and (optional) validation files; validation rows are binned
+        with the training edges.
+    algorithm, params, seed
+        Algorithm name (see :data:`mpiboost.boost.ALGORITHMS`), its
+        parameters, and the seed of every random choice.
+    callbacks
+        :class:`mpiboost.callbacks.Callback` objects.
+    resume
+        A partial model (checkpoint) of the same run: its rounds are replayed
+        (``apply`` only) and training continues after them, giving the same
+        model as an uninterrupted run.
+
+    Returns
+    -------
+    TrainResult
+        The model (identical on every rank) and a summary of the run.
+    """
+    if rounds < 1:
+        raise InputError(f"--rounds must be at least 1, got {rounds}")
+    params = dict(params or {})
+    cls = boost.get(algorithm)
+    n_threads = threads or comm.default_threads()
+    _openmp.set_num_threads(n_threads)
+    clock = time.perf_counter
+    t_start = clock()
+
+    shard = load(comm, data, task="binary", dedicated_coordinator=dedicated_coordinator, seed=seed)
+    vshard = None
+    if valid:
+        vshard = load(comm, valid, task="binary", dedicated_coordinator=dedicated_coordinator, bins=shard.bins)
+    t_loaded = clock()
+
+    proto = Protocol(comm)
+    if "n_samples" not in params and params.get("weak_learner") == "sample":
+        from .weak.stump import sample_size
+
+        params["n_samples"] = sample_size(shard.d, float(params.get("beta", 0.2)), float(params.get("sample_factor", 1.0)))
+    try:
+        algo = cls(params)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    algo.setup(shard, proto, seed)
+    vmargin = np.zeros(vshard.n_local) if vshard is not None else None
+
+    def add_valid(h: Hypothesis) -> Optional[float]:
+        if vshard is None:
+            return None
+        _weights.add_stump(vmargin, vshard.X, *h.stump.args(), h.coef)
+        wrong = _weights.margin_errors(vmargin, vshard.y)
+        return proto.reduce_counts(np.array([wrong]))[0] / vshard.n_global
+
+    done = 0
+    if resume is not None:
+        _check_resume(resume, algorithm, algo.params)
+        for stump, coef in resume.truncated(min(rounds, resume.n_stumps)).stumps():
+            algo.apply(Hypothesis(stump, coef))
+            add_valid(Hypothesis(stump, coef))
+            done += 1
+        comm.bytes.take_round()
+
+    env = RoundEnv(t=done, rounds=rounds, model=algo.model, is_center=comm.is_center)
+    for cb in callbacks:
+        cb.on_train_begin(env)
+
+    stop_reason = "rounds"
+    phase = {"select": 0.0, "apply": 0.0, "valid": 0.0}
+    last: dict = {}
+    t_rounds = clock()
+    for t in range(done + 1, rounds + 1):
+        t0 = clock()
+        h = algo.select(t)
+        t1 = clock()
+        if h is None:
+            stop_reason = "no weak edge left (weighted error >= 1/2)"
+            break
+        out = algo.apply(h)
+        t2 = clock()
+        verr = add_valid(h)
+        t3 = clock()
+        phase["select"] += t1 - t0
+        phase["apply"] += t2 - t1
+        phase["valid"] += t3 - t2
+        per_primitive = comm.bytes.take_round()
+        metrics = {"round": t, **h.metrics}
+        metrics["train_error"] = out.pop("train_errors") / shard.n_global
+        metrics.update(out)
+        if verr is not None:
+            metrics["valid_error"] = verr
+        metrics["coef"] = h.coef
+        metrics["stump"] = {
+            "feature": h.stump.feature,
+            "bin": h.stump.bin,
+            "left": h.stump.left,
+            "missing_left": h.stump.missing_left,
+        }
+        metrics["bytes_sent"] = sum(v["sent"] for v in per_primitive.values())
+        metrics["bytes_received"] = sum(v["received"] for v in per_primitive.values())
+        metrics["bytes"] = per_primitive
+        metrics["seconds"] = {"select": t1 - t0, "apply": t2 - t1, "valid": t3 - t2}
+        env.t, env.metrics = t, metrics
+        last = metrics
+        stop = False
+        for cb in callbacks:
+            stop = bool(cb.on_round_end(env)) or stop
+        if stop:
+            stop_reason = "stopped by a callback"
+            break
+    t_end = clock()
+
+    model = algo.finish()
+    model.info = {
+        "n_train": shard.n_global,
+        "labels": {str(k): int(v) for k, v in shard.label_counts.items()},
+        "rounds": model.n_stumps,
+        "stop_reason": stop_reason,
+        "seed": seed,
+    }
+    totals = comm.bytes.totals()
+    all_ranks = proto.reduce_counts(np.array([comm.bytes.sent, comm.bytes.received]))
+    comm_seconds = sum(v["seconds"] for k, v in totals.items() if k not in ("binning", "other"))
+    summary = {
+        "algorithm": algorithm,
+        "rounds": model.n_stumps,
+        "stop_reason": stop_reason,
+        "n": shard.n_global,
+        "d": shard.d,
+        "ranks": comm.size,
+        "threads": n_threads,
+        "train_error": last.get("train_error"),
+        "valid_error": last.get("valid_error"),
+        "seconds": {
+            "total": t_end - t_start,
+            "load": t_loaded - t_start,
+            "read": shard.timings.get("read", 0.0),
+            "bin_edges": shard.timings.get("bin_edges", 0.0),
+            "bin": shard.timings.get("bin", 0.0),
+            "rounds": t_end - t_rounds,
+            "communication": comm_seconds,
+            **phase,
+        },
+        "bytes_center": totals,
+        "bytes_all_ranks": {"sent": int(all_ranks[0]), "received": int(all_ranks[1])},
+    }
+    env.summary = summary
+    for cb in callbacks:
+        cb.on_train_end(env)
+    return TrainResult(model, summary)

@@ -1,0 +1,113 @@
+"""Decision stumps over binned features and the two ways to choose one.
+
+``sample``: the paper's protocol. The center draws N rows in proportion to
+the weights (:meth:`Protocol.proportional_sample`) and picks the stump with
+the lowest error on that unweighted sample. Communication O(N d) per round.
+
+``histogram``: exact. Every entity builds per (feature, bin) sums of w*y in
+fixed point, the center reduces them and picks the best stump on the full
+weighted data. Communication O(d * 256) per round.
+
+Both scan candidates in the same deterministic order (constant hypothesis,
+then lowest feature, lowest threshold, missing values right before left).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .._ext import _histogram, _weights
+
+PACKED_SIZE = 5  # feature, bin, left, missing_left, error seen by the learner
+
+
+@dataclass(frozen=True)
+class Stump:
+    """``h(x) = left if bin(x[feature]) <= bin else -left``; missing values go
+    left iff ``missing_left``; ``feature == -1`` is the constant ``left``."""
+
+    feature: int
+    bin: int
+    left: int
+    missing_left: bool = False
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        out = np.empty(X.shape[0], dtype=np.int8)
+        _weights.stump_predict(X, self.feature, self.bin, self.left, self.missing_left, out)
+        return out
+
+    def args(self) -> tuple[int, int, int, bool]:
+        return self.feature, self.bin, self.left, self.missing_left
+
+
+def sample_size(d: int, beta: float, factor: float = 1.0) -> int:
+    """N = ceil(factor * (d / beta^2) * ln(1 / beta)), the paper's sample size."""
+    if not 0 < beta < 1:
+        raise ValueError(f"beta must be in (0, 1), got {beta}")
+    return max(1, math.ceil(factor * (d / beta**2) * math.log(1 / beta)))
+
+
+@dataclass
+class Choice:
+    """A chosen stump with what the learner knows of its quality."""
+
+    stump: Stump
+    sample_error: Optional[float] = None  # error on the drawn sample (sample mode)
+    hist_error: Optional[float] = None  # weighted error from the fixed-point histogram
+
+
+class StumpLearner:
+    """Choose a stump for fixed-point row weights ``q``, over the protocol.
+
+    Parameters
+    ----------
+    mode
+        ``"sample"`` or ``"histogram"``.
+    proto
+        The :class:`mpiboost.protocol.Protocol`.
+    X, y
+        This rank's binned rows and labels.
+    n_bins
+        Value bins per feature (from the bin mapper, same on every rank).
+    n_samples
+        N for sample mode.
+    start
+        Global id of this rank's first row.
+    """
+
+    def __init__(self, mode: str, proto, X: np.ndarray, y: np.ndarray, n_bins: np.ndarray, n_samples: int, start: int = 0):
+        if mode not in ("sample", "histogram"):
+            raise ValueError(f"weak learner mode must be 'sample' or 'histogram', not {mode!r}")
+        self.mode, self.proto, self.X, self.y = mode, proto, X, y
+        self.n_bins = np.ascontiguousarray(n_bins, dtype=np.int64)
+        self.n_samples = int(n_samples)
+        self.start = start
+        self._g = np.empty(X.shape[0], dtype=np.int64)
+        self._hist = np.zeros((X.shape[1], 256), dtype=np.int64)
+
+    def fit(self, q: np.ndarray, rng: np.random.Generator) -> Choice:
+        """The best stump for the weights ``q`` (int64 units); same on every rank."""
+        packed = None
+        if self.mode == "sample":
+            sample = self.proto.proportional_sample(q, self.X, self.y, self.n_samples, rng, start=self.start)
+            if self.proto.is_center:
+                hist = np.zeros((self.X.shape[1], 256), dtype=np.int64)
+                _histogram.build_histogram(sample.X, sample.y.astype(np.int64), hist)
+                f, b, left, ml, edge = _histogram.best_stump(hist, self.n_bins)
+                packed = [f, b, left, ml, (self.n_samples - edge) / (2.0 * self.n_samples)]
+        else:
+            _weights.signed_fixed(q, self.y, self._g)
+            _histogram.build_histogram(self.X, self._g, self._hist)
+            (total,), _ = self.proto.weight_sums(np.array([int(q.sum())]))
+            hist = self.proto.reduce_histograms(self._hist)
+            if self.proto.is_center:
+                f, b, left, ml, edge = _histogram.best_stump(hist, self.n_bins)
+                packed = [f, b, left, ml, (total - edge) / (2.0 * total)]
+        v = self.proto.broadcast_hypothesis(packed, PACKED_SIZE)
+        stump = Stump(int(v[0]), int(v[1]), int(v[2]), bool(v[3]))
+        if self.mode == "sample":
+            return Choice(stump, sample_error=float(v[4]))
+        return Choice(stump, hist_error=float(v[4]))
