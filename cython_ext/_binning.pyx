@@ -33,8 +33,9 @@ cdef inline idx_t _count_below(const double* e, idx_t n, double v) noexcept nogi
 def apply_bins(const search_t[:, ::1] X,
                const double[::1] edges,
                const long long[::1] offsets,
-               bin_t[:, ::1] out):
-    """Bin ``X`` into ``out``; feature ``j`` has edges ``edges[offsets[j]:offsets[j+1]]``."""
+               bin_t[:, :] out):
+    """Bin ``X`` into ``out`` (any strides: a transposed view writes feature-major);
+    feature ``j`` has edges ``edges[offsets[j]:offsets[j+1]]``."""
     cdef idx_t n = X.shape[0], d = X.shape[1]
     cdef idx_t i, j
     cdef double v
@@ -53,7 +54,7 @@ def apply_bins(const search_t[:, ::1] X,
                 out[i, j] = <bin_t> _count_below(&edges[offsets[j]], offsets[j + 1] - offsets[j], v)
 
 
-def apply_lut(const unsigned char[:, ::1] X, const bin_t[:, ::1] lut, bin_t[:, ::1] out):
+def apply_lut(const unsigned char[:, ::1] X, const bin_t[:, ::1] lut, bin_t[:, :] out):
     """Bin 8-bit data by table: ``out[i, j] = lut[j, X[i, j]]``.
 
     ``X`` holds the raw bytes (int8 data viewed as uint8); the caller builds

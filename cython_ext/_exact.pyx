@@ -113,19 +113,23 @@ def grouped_partials(const double[::1] x, const int[::1] group, int n_groups):
 def to_fixed(const double[::1] x, int shift, fixed_t[::1] out):
     """``out[i] = round(x[i] * 2**shift)`` (ties to even) as int64.
 
-    The caller picks ``shift`` from global quantities (e.g. the total mass) so
-    that every rank quantizes identically; returns False if a value overflows.
+    The caller picks ``shift`` from global quantities so that every rank
+    quantizes identically; returns False if a value overflows int64.
     """
     cdef idx_t n = x.shape[0], i
-    cdef double v
+    cdef double v, a, scale = ldexp(1.0, shift)
+    cdef double big = 4503599627370496.0  # 2**52: adding and removing it rounds to an integer
     cdef bint ok = True
     if out.shape[0] != n:
         raise ValueError("out has the wrong length")
     for i in prange(n, nogil=True, schedule="static"):
-        v = nearbyint(ldexp(x[i], shift))
-        if not (fabs(v) < 9.2e18):
+        v = x[i] * scale  # exact: a power-of-two scaling
+        a = fabs(v)
+        if a < big:
+            a = (a + big) - big  # round half to even in the current (nearest) mode
+        if not (a < 9.2e18):
             ok = False
             out[i] = 0
         else:
-            out[i] = <fixed_t> v
+            out[i] = <fixed_t> (a if v >= 0 else -a)
     return bool(ok)

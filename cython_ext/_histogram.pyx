@@ -1,8 +1,15 @@
-"""Weighted (feature, bin) histograms and the best-stump scan over them.
+"""Weighted (feature, bin) histograms over feature-major bins, and the
+best-stump scan over them.
 
 Weights are int64 fixed-point units, so per-thread histograms and their sum
 over threads and ranks are exact: the histogram, and the stump chosen from
 it, do not depend on how rows are split.
+
+Layout (measured in scripts/bench/bench_kernels.py): bins are stored
+feature-major (d, n). Rows are processed in blocks that keep their weights in
+cache; within a block each feature's column is scanned into four interleaved
+sub-histograms, so that consecutive rows falling in the same bin (common with
+few bins) do not serialize on one counter.
 """
 import numpy as np
 cimport numpy as cnp
@@ -15,57 +22,72 @@ cnp.import_array()
 cdef extern from "_openmp_shim.h":
     int mb_get_max_threads() nogil
 
+cdef enum:
+    BLOCK = 2048  # rows per block: their weights stay in L1 while every feature is scanned
 
-def build_histogram(const bin_t[:, ::1] X, const fixed_t[::1] g, fixed_t[:, ::1] hist):
-    """``hist[j, b] = sum of g[i] over rows i with X[i, j] == b`` (shape (d, 256)).
 
-    Row-major: each thread scans a block of rows into a private histogram
-    (a few KB per feature, cache resident); the private histograms are then
-    added up, which is exact for integers.
-    """
-    cdef idx_t n = X.shape[0], d = X.shape[1]
-    cdef idx_t i, j, t, k, nt, lo, hi
-    cdef fixed_t gi
-    cdef const bin_t* row
-    cdef fixed_t* h
+cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* g, idx_t lo, idx_t hi, fixed_t* sub) noexcept nogil:
+    """Add rows [lo, hi) into sub (d x 4 x 256)."""
+    cdef idx_t d = XT.shape[0], j, i, b0, b1
+    cdef const bin_t* col
+    cdef fixed_t* h0
+    cdef fixed_t* h1
+    cdef fixed_t* h2
+    cdef fixed_t* h3
+    b0 = lo
+    while b0 < hi:
+        b1 = min(hi, b0 + BLOCK)
+        for j in range(d):
+            col = &XT[j, 0]
+            h0 = sub + j * 1024
+            h1 = h0 + 256
+            h2 = h0 + 512
+            h3 = h0 + 768
+            i = b0
+            while i + 4 <= b1:
+                h0[col[i]] += g[i]
+                h1[col[i + 1]] += g[i + 1]
+                h2[col[i + 2]] += g[i + 2]
+                h3[col[i + 3]] += g[i + 3]
+                i += 4
+            while i < b1:
+                h0[col[i]] += g[i]
+                i += 1
+        b0 = b1
+
+
+def build_histogram(const bin_t[:, ::1] XT, const fixed_t[::1] g, fixed_t[:, ::1] hist):
+    """``hist[j, b] = sum of g[i] over rows i with XT[j, i] == b``; XT is (d, n), hist (d, 256)."""
+    cdef idx_t d = XT.shape[0], n = XT.shape[1]
+    cdef idx_t t, nt, k, j, b
     if g.shape[0] != n or hist.shape[0] != d or hist.shape[1] != 256:
         raise ValueError("shape mismatch")
-    nt = max(1, min(mb_get_max_threads(), n // 8192))
-    local = np.zeros((nt, d * 256), dtype=np.int64)
+    nt = max(1, min(mb_get_max_threads(), n // 16384))
+    local = np.zeros((nt, d * 1024), dtype=np.int64)
     cdef fixed_t[:, ::1] L = local
     if n and d:
         for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-            lo = t * n // nt
-            hi = (t + 1) * n // nt
-            h = &L[t, 0]
-            for i in range(lo, hi):
-                gi = g[i]
-                row = &X[i, 0]
-                for j in range(d):
-                    h[j * 256 + row[j]] += gi
-    cdef fixed_t* out = &hist[0, 0] if d else NULL
-    for k in range(d * 256):
-        out[k] = L[0, k]
-    for t in range(1, nt):
-        for k in range(d * 256):
-            out[k] += L[t, k]
+            _block_hist(XT, &g[0], t * n // nt, (t + 1) * n // nt, &L[t, 0])
+    for j in range(d):
+        for b in range(256):
+            hist[j, b] = 0
+            for t in range(nt):
+                k = j * 1024 + b
+                hist[j, b] += L[t, k] + L[t, k + 256] + L[t, k + 512] + L[t, k + 768]
 
 
-def build_histogram_rows(const bin_t[:, ::1] X, const fixed_t[::1] g, const idx_t[::1] rows,
+def build_histogram_rows(const bin_t[:, ::1] XT, const fixed_t[::1] g, const idx_t[::1] rows,
                          fixed_t[:, ::1] hist):
-    """Like :func:`build_histogram` over the listed rows only (``g`` indexed like ``X``)."""
-    cdef idx_t m = rows.shape[0], d = X.shape[1]
-    cdef idx_t r, i, j, k
-    cdef fixed_t gi
-    if hist.shape[0] != d or hist.shape[1] != 256 or g.shape[0] != X.shape[0]:
+    """Like :func:`build_histogram` over the listed rows only (``g`` indexed like the columns)."""
+    cdef idx_t m = rows.shape[0], d = XT.shape[0], r, i, j
+    if hist.shape[0] != d or hist.shape[1] != 256 or g.shape[0] != XT.shape[1]:
         raise ValueError("shape mismatch")
     hist[:, :] = 0
     with nogil:
-        for r in range(m):
-            i = rows[r]
-            gi = g[i]
-            for j in range(d):
-                hist[j, X[i, j]] += gi
+        for j in range(d):
+            for r in range(m):
+                i = rows[r]
+                hist[j, XT[j, i]] += g[i]
 
 
 def best_stump(const fixed_t[:, ::1] hist, const long long[::1] n_bins):
@@ -116,3 +138,24 @@ def best_stump(const fixed_t[:, ::1] hist, const long long[::1] n_bins):
                         bml = ml
                         bleft = 1 if e >= 0 else -1
     return bf, bb, int(bleft), bool(bml), int(best)
+
+
+def build_histogram_row_major(const bin_t[:, ::1] X, const fixed_t[::1] g, fixed_t[:, ::1] hist):
+    """The plain row-major loop over (n, d) bins, one thread.
+
+    Not used by training: kept so scripts/bench/bench_kernels.py can show why
+    the feature-major blocked layout was chosen.
+    """
+    cdef idx_t n = X.shape[0], d = X.shape[1], i, j
+    cdef fixed_t gi
+    cdef const bin_t* row
+    if g.shape[0] != n or hist.shape[0] != d or hist.shape[1] != 256:
+        raise ValueError("shape mismatch")
+    hist[:, :] = 0
+    cdef fixed_t* h = &hist[0, 0]
+    with nogil:
+        for i in range(n):
+            gi = g[i]
+            row = &X[i, 0]
+            for j in range(d):
+                h[j * 256 + row[j]] += gi

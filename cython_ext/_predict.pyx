@@ -1,15 +1,18 @@
-"""Stump-ensemble prediction on binned rows."""
+"""Stump-ensemble prediction on feature-major bins."""
 from cython.parallel cimport prange
 
 from _typedefs cimport bin_t, idx_t
 from _stump cimport stump_value
 
 
-def predict_binned(const bin_t[:, ::1] X, const int[::1] feature, const int[::1] bin,
+def predict_binned(const bin_t[:, ::1] XT, const int[::1] feature, const int[::1] bin,
                    const signed char[::1] left, const unsigned char[::1] missing_left,
                    const double[::1] coef, double[::1] out):
-    """``out[i] = sum_t coef[t] * h_t(x_i)``, stumps summed in order ``t = 0..T-1``."""
-    cdef idx_t n = X.shape[0], T = feature.shape[0], i, t
+    """``out[i] = sum_t coef[t] * h_t(x_i)``, stumps summed in order ``t = 0..T-1``.
+
+    ``feature[t] < 0`` is the constant hypothesis ``left[t]``.
+    """
+    cdef idx_t n = XT.shape[1], T = feature.shape[0], i, t, f
     cdef double s
     if out.shape[0] != n:
         raise ValueError("shape mismatch")
@@ -18,5 +21,9 @@ def predict_binned(const bin_t[:, ::1] X, const int[::1] feature, const int[::1]
     for i in prange(n, nogil=True, schedule="static"):
         s = 0.0
         for t in range(T):
-            s = s + coef[t] * stump_value(&X[i, 0], feature[t], bin[t], left[t], missing_left[t])
+            f = feature[t]
+            if f < 0:
+                s = s + coef[t] * left[t]
+            else:
+                s = s + coef[t] * stump_value(XT[f, i], bin[t], left[t], missing_left[t])
         out[i] = s

@@ -1,5 +1,9 @@
-"""Per-row passes of a boosting round: stump predictions, weight updates,
-fixed-point weights, and mapping sample points to rows."""
+"""Per-row passes of a boosting round over one binned column.
+
+A stump reads a single feature, so these passes touch one byte of the
+feature-major bins per row. The constant hypothesis is evaluated on any
+column with ``bin = 255, missing_left = True``.
+"""
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
@@ -9,41 +13,99 @@ from _stump cimport stump_value
 
 cnp.import_array()
 
+cdef extern from "_superacc.h":
+    ctypedef struct mb_i128:
+        pass
+    int mb_acc_add1(mb_i128* acc, double v) nogil
+    void mb_acc_merge(mb_i128* into, const mb_i128* src) nogil
+    idx_t mb_acc_terms(const mb_i128* acc, double* out) nogil
 
-def stump_predict(const bin_t[:, ::1] X, int feature, int bin, int left, bint missing_left,
-                  signed char[::1] out):
+cdef extern from "_openmp_shim.h":
+    int mb_get_max_threads() nogil
+
+
+def stump_predict(const bin_t[::1] col, int bin, int left, bint missing_left, signed char[::1] out):
     """``out[i] = h(x_i)`` in {-1, +1}."""
-    cdef idx_t n = X.shape[0], i
+    cdef idx_t n = col.shape[0], i
     if out.shape[0] != n:
         raise ValueError("shape mismatch")
-    if n == 0:
-        return
     for i in prange(n, nogil=True, schedule="static"):
-        out[i] = stump_value(&X[i, 0], feature, bin, <signed char> left, missing_left)
+        out[i] = stump_value(col[i], bin, <signed char> left, missing_left)
 
 
-def apply_stump(double[::1] w, double[::1] margin, const bin_t[:, ::1] X, const signed char[::1] y,
-                int feature, int bin, int left, bint missing_left,
+def error_terms(const bin_t[::1] col, const signed char[::1] y, const double[::1] w,
+                int bin, int left, bint missing_left):
+    """Exact sums of ``w`` over the rows h classifies correctly and wrongly.
+
+    Returns two float64 arrays of terms whose exact sums are those masses
+    (merge over ranks with ``math.fsum``).
+    """
+    cdef idx_t n = col.shape[0], i, t, nt, lo, hi
+    cdef int ok = 1
+    cdef signed char h
+    if y.shape[0] != n or w.shape[0] != n:
+        raise ValueError("shape mismatch")
+    nt = max(1, min(mb_get_max_threads(), n // 65536))
+    store = np.zeros(nt * 2 * 2048 * 2, dtype=np.int64)
+    cdef mb_i128* acc = <mb_i128*> cnp.PyArray_DATA(store)
+    cdef mb_i128* a
+    if n:
+        for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+            lo = t * n // nt
+            hi = (t + 1) * n // nt
+            a = acc + t * 4096
+            for i in range(lo, hi):
+                h = stump_value(col[i], bin, <signed char> left, missing_left)
+                if not mb_acc_add1(a + (0 if h == y[i] else 2048), w[i]):
+                    ok = 0
+    if not ok:
+        raise ValueError("non-finite weight")
+    for t in range(1, nt):
+        mb_acc_merge(acc, acc + t * 4096)
+        mb_acc_merge(acc + 2048, acc + t * 4096 + 2048)
+    buf = np.empty(3 * 2048, dtype=np.float64)
+    cdef double[::1] b = buf
+    right = buf[: mb_acc_terms(acc, &b[0])].copy()
+    wrong = buf[: mb_acc_terms(acc + 2048, &b[0])].copy()
+    return right, wrong
+
+
+def apply_stump(double[::1] w, double[::1] margin, const bin_t[::1] col, const signed char[::1] y,
+                int bin, int left, bint missing_left,
                 double factor_correct, double factor_wrong, double coef):
     """One fused pass for hypothesis h:
 
     ``w[i] *= factor_correct if h(x_i) == y_i else factor_wrong`` and
-    ``margin[i] += coef * h(x_i)``. Returns the number of rows the updated
-    ensemble ``sign(margin)`` (ties -> +1) gets wrong.
+    ``margin[i] += coef * h(x_i)``. Returns ``(errors, wmax)``: the rows the
+    updated ensemble ``sign(margin)`` (ties -> +1) gets wrong, and the
+    largest new weight.
     """
-    cdef idx_t n = X.shape[0], i
+    cdef idx_t n = col.shape[0], i, t, nt, lo, hi
     cdef signed char h
     cdef long long errors = 0
+    cdef double v, m
     if w.shape[0] != n or margin.shape[0] != n or y.shape[0] != n:
         raise ValueError("shape mismatch")
-    if n == 0:
-        return 0
-    for i in prange(n, nogil=True, schedule="static"):
-        h = stump_value(&X[i, 0], feature, bin, <signed char> left, missing_left)
-        w[i] = w[i] * (factor_correct if h == y[i] else factor_wrong)
-        margin[i] = margin[i] + coef * h
-        errors += (1 if margin[i] >= 0 else -1) != y[i]
-    return errors
+    nt = max(1, min(mb_get_max_threads(), n // 16384))
+    maxes = np.zeros(nt)
+    counts = np.zeros(nt, dtype=np.int64)
+    cdef double[::1] mx = maxes
+    cdef long long[::1] ct = counts
+    if n:
+        for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+            lo = t * n // nt
+            hi = (t + 1) * n // nt
+            for i in range(lo, hi):
+                h = stump_value(col[i], bin, <signed char> left, missing_left)
+                v = w[i] * (factor_correct if h == y[i] else factor_wrong)
+                w[i] = v
+                if v > mx[t]:
+                    mx[t] = v
+                m = margin[i] + coef * h
+                margin[i] = m
+                if (1 if m >= 0 else -1) != y[i]:
+                    ct[t] += 1
+    return int(counts.sum()), float(maxes.max()) if n else 0.0
 
 
 def margin_errors(const double[::1] margin, const signed char[::1] y):
@@ -55,21 +117,17 @@ def margin_errors(const double[::1] margin, const signed char[::1] y):
     return errors
 
 
-def add_stump(double[::1] margin, const bin_t[:, ::1] X, int feature, int bin, int left,
-              bint missing_left, double coef):
+def add_stump(double[::1] margin, const bin_t[::1] col, int bin, int left, bint missing_left, double coef):
     """``margin[i] += coef * h(x_i)`` (validation margins)."""
-    cdef idx_t n = X.shape[0], i
+    cdef idx_t n = col.shape[0], i
     if margin.shape[0] != n:
         raise ValueError("shape mismatch")
-    if n == 0:
-        return
     for i in prange(n, nogil=True, schedule="static"):
-        margin[i] = margin[i] + coef * stump_value(&X[i, 0], feature, bin, <signed char> left, missing_left)
+        margin[i] = margin[i] + coef * stump_value(col[i], bin, <signed char> left, missing_left)
 
 
 def scale(double[::1] w, double divisor):
-    """``w[i] = w[i] / divisor`` (division, not multiplication by 1/divisor: exact
-    same rounding as a sequential normalization)."""
+    """``w[i] = w[i] / divisor`` (a division, the same rounding as a sequential normalization)."""
     cdef idx_t n = w.shape[0], i
     for i in prange(n, nogil=True, schedule="static"):
         w[i] = w[i] / divisor

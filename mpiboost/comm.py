@@ -322,16 +322,26 @@ class Comm:
             np.ascontiguousarray(group, dtype=np.int32),
             int(n_groups),
         )
-        lengths = np.array([len(p) for p in local], dtype=np.int64)
-        flat = np.concatenate(local) if local else np.zeros(0)
+        return self.sum_terms(local)
+
+    def sum_terms(self, groups: Sequence[np.ndarray]) -> np.ndarray:
+        """Correctly rounded global sums of several groups of exact terms.
+
+        ``groups[k]`` holds doubles whose exact sum is this rank's part of sum
+        k (partials or superaccumulator terms, any length). The center merges
+        every rank's terms of each group with :func:`math.fsum`.
+        """
+        k = len(groups)
+        lengths = np.array([len(p) for p in groups], dtype=np.int64)
+        flat = np.concatenate([np.asarray(p, dtype=np.float64) for p in groups]) if k else np.zeros(0)
         if self.size == 1:
             all_lengths, all_flat = lengths[None, :], flat
         else:
             all_lengths = self.gatherv(lengths[None, :])
             all_flat = self.gatherv(flat)
-        out = np.zeros(n_groups)
+        out = np.zeros(k)
         if self.is_center:
-            per_group: list[list[float]] = [[] for _ in range(n_groups)]
+            per_group: list[list[float]] = [[] for _ in range(k)]
             pos = 0
             for row in all_lengths:
                 for g, m in enumerate(row):

@@ -25,7 +25,7 @@ def auc(scores: np.ndarray, y: np.ndarray) -> Optional[float]:
 
 def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool):
     shard = load(comm, paths, task=task, bins=model.bins, dedicated_coordinator=dedicated)
-    return shard, model.decision_function(shard.X)
+    return shard, model.decision_function(shard.cols)
 
 
 def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator: bool = False) -> Optional[dict]:

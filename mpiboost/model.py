@@ -79,13 +79,13 @@ class Model:
         )
 
     # ---------------------------------------------------------- prediction
-    def decision_function(self, Xb: np.ndarray) -> np.ndarray:
-        """``sum_t coef_t h_t(x)`` for binned rows ``Xb`` (uint8)."""
+    def decision_function(self, cols: np.ndarray) -> np.ndarray:
+        """``sum_t coef_t h_t(x)`` for feature-major bins ``cols`` (d, n) uint8."""
         from ._ext import _predict
 
-        out = np.empty(Xb.shape[0], dtype=np.float64)
+        out = np.empty(cols.shape[1], dtype=np.float64)
         _predict.predict_binned(
-            np.ascontiguousarray(Xb, dtype=np.uint8),
+            np.ascontiguousarray(cols, dtype=np.uint8),
             np.ascontiguousarray(self.feature, dtype=np.int32),
             np.ascontiguousarray(self.bin, dtype=np.int32),
             np.ascontiguousarray(self.left, dtype=np.int8),
@@ -95,13 +95,16 @@ class Model:
         )
         return out
 
-    def predict(self, Xb: np.ndarray) -> np.ndarray:
-        """Labels in {-1, +1} (a zero score gives +1)."""
-        return np.where(self.decision_function(Xb) >= 0, 1, -1).astype(np.int8)
+    def predict(self, cols: np.ndarray) -> np.ndarray:
+        """Labels in {-1, +1} for feature-major bins (a zero score gives +1)."""
+        return np.where(self.decision_function(cols) >= 0, 1, -1).astype(np.int8)
 
     def predict_raw(self, X: np.ndarray) -> np.ndarray:
-        """Labels for raw feature values (binned with the model's edges)."""
-        return self.predict(self.bins.transform(np.asarray(X)))
+        """Labels for raw ``(n, d)`` feature values (binned with the model's edges)."""
+        X = np.asarray(X)
+        cols = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
+        self.bins.transform(X, out=cols.T)
+        return self.predict(cols)
 
     # -------------------------------------------------------------- files
     def _header(self) -> dict:

@@ -86,7 +86,7 @@ class Protocol:
     def proportional_sample(
         self,
         q: np.ndarray,
-        X: np.ndarray,
+        cols: np.ndarray,
         y: np.ndarray,
         n_samples: int,
         rng: np.random.Generator,
@@ -99,8 +99,9 @@ class Protocol:
         Sampling is defined on the global order: every rank draws the same
         sorted points in ``[0, total)`` from ``rng`` (no message needed), keeps
         those in its own prefix range and maps them to rows through its local
-        prefix sums. The center gathers the rows in rank order, which is the
-        order of the points, so the sample is the same for any number of ranks.
+        prefix sums. The center gathers the rows (binned, from the
+        feature-major ``cols``) in rank order, which is the order of the points,
+        so the sample is the same for any number of ranks.
         """
         (total,), (offset,) = self.weight_sums(np.array([int(q.sum())]))
         if total <= 0:
@@ -112,11 +113,12 @@ class Protocol:
         if mine.size:
             _weights.rows_for_points(np.cumsum(q), mine, offset, rows)
         with self.comm.primitive("proportional_sample"):
+            picked = np.ascontiguousarray(cols[:, rows].T)
             if self.comm.size == 1:
-                Xs, ys = X[rows], y[rows]
+                Xs, ys = picked, y[rows]
                 ids = rows.astype(np.int64) + start if with_rows else None
             else:
-                Xs = self.comm.gatherv(X[rows])
+                Xs = self.comm.gatherv(picked)
                 ys = self.comm.gatherv(y[rows])
                 ids = self.comm.gatherv(rows.astype(np.int64) + start) if with_rows else None
         return Sample(Xs, ys, ids) if self.is_center else None
@@ -148,6 +150,11 @@ class Protocol:
                 return np.array([self.comm.sum_exact(values)])
             return self.comm.sum_exact_grouped(values, groups, n_groups)
 
+    def reduce_terms(self, groups: list) -> np.ndarray:
+        """Correctly rounded global sums from per-rank exact terms (one array per group)."""
+        with self.comm.primitive("reduce_stats"):
+            return self.comm.sum_terms(groups)
+
     def reduce_counts(self, counts: np.ndarray | int) -> np.ndarray | int:
         """Exact global integer sums, on every rank."""
         with self.comm.primitive("reduce_stats"):
@@ -158,7 +165,7 @@ class Protocol:
             return self.comm.allreduce_max(float(value))
 
     # -------------------------------------------------------- smooth_projection
-    def smooth_projection(self, w: np.ndarray, cap: float) -> ProjectionInfo:
+    def smooth_projection(self, w: np.ndarray, cap: float, wmax: Optional[float] = None) -> ProjectionInfo:
         """KL projection of the normalized weights ``w`` onto ``{D : max D <= cap}``, in place.
 
         The result is ``min(cap, lam * w)`` with ``lam`` such that the weights
@@ -168,12 +175,14 @@ class Protocol:
         exact sums, so the search takes the same path, and gives the same
         bits, for any split of the rows. Once the window holds at most
         ``SMALL_WINDOW`` values, the center finishes the search alone.
+        ``wmax``, the global largest weight if the caller knows it, saves a
+        reduction when nothing needs clipping.
         """
         comm = self.comm
         with comm.primitive("smooth_projection"):
-            wmax = comm.allreduce_max(float(w.max()) if w.size else 0.0) if comm.size > 1 else (
-                float(w.max()) if w.size else 0.0
-            )
+            if wmax is None:
+                local = float(w.max()) if w.size else 0.0
+                wmax = comm.allreduce_max(local) if comm.size > 1 else local
             if wmax <= cap:
                 return ProjectionInfo(0, 1.0, math.inf, 0)
             search = _ProjectionSearch(cap)

@@ -104,7 +104,8 @@ def train(
     def add_valid(h: Hypothesis) -> Optional[float]:
         if vshard is None:
             return None
-        _weights.add_stump(vmargin, vshard.X, *h.stump.args(), h.coef)
+        if vshard.n_local:
+            _weights.add_stump(vmargin, h.stump.column(vshard.cols), *h.stump.args(), h.coef)
         wrong = _weights.margin_errors(vmargin, vshard.y)
         return proto.reduce_counts(np.array([wrong]))[0] / vshard.n_global
 

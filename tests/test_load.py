@@ -83,6 +83,7 @@ def test_loader_blocks_union_is_file(dedicated):
     np.testing.assert_array_equal(shard.y, y[a:b])
     # the union of the blocks over the ranks is the file
     allX = comm.gatherv(shard.X)
+    assert shard.cols is None
     if comm.is_center:
         np.testing.assert_array_equal(allX, X)
     # domains: one per file, in file order
@@ -108,10 +109,10 @@ def test_binning_identical_to_single_process(dedicated):
     for got, want in ((shard, ref), (small, ref_small)):
         for e1, e2 in zip(got.bins.edges, want.bins.edges):
             assert e1.tobytes() == e2.tobytes()
-        np.testing.assert_array_equal(got.X, want.X[got.start : got.stop])
-        assert got.X.dtype == np.uint8
+        np.testing.assert_array_equal(got.cols, want.cols[:, got.start : got.stop])
+        assert got.cols.dtype == np.uint8 and got.cols.flags.c_contiguous
     # column semantics
-    Xb = ref.X
+    Xb = ref.cols.T
     assert np.all(Xb[:, 0] == 0)  # constant column: one bin
     assert np.all(Xb[:, 1] == 255)  # all-NaN column: missing bin
     assert np.all((Xb[:, 3] == 255) == np.isnan(X[:, 3]))
@@ -178,6 +179,8 @@ def test_domain_column_and_validation_bins():
     assert shard.domain_counts.tolist() == np.bincount(dom, minlength=4).tolist()
     # validation data binned with the training edges
     again = load(comm, [path], bins=shard.bins)
-    np.testing.assert_array_equal(again.X, shard.X)
+    np.testing.assert_array_equal(again.cols, shard.cols)
+    np.testing.assert_array_equal(shard.rows(np.array([0, shard.n_local - 1])) if shard.n_local else 0,
+                                  shard.cols[:, [0, shard.n_local - 1]].T if shard.n_local else 0)
     none = load(comm, [path], domains="none")
     assert none.n_domains == 1 and np.all(none.domain == 0)

@@ -4,7 +4,9 @@ The SmoothBoost paper's baseline: the same sampling protocol (or the exact
 histogram learner), no projection, the AdaBoost update. Each round:
 alpha_t = 1/2 ln((1 - e_t) / e_t) with e_t the exact global weighted error of
 h_t (one reduce_stats) clipped into [1e-12, 1/2 - 1e-12];
-w_i <- w_i exp(-alpha_t y_i h_t(x_i)); normalize with an exact sum. Training
+w_i <- w_i exp(-alpha_t y_i h_t(x_i)) / Z_t in one pass, where the new total
+Z_t = e^-alpha W_right + e^alpha W_wrong comes from the same exact masses that
+gave e_t (so every rank normalizes by the same number). Training
 stops early when e_t >= 1/2. Output sign(sum_t alpha_t h_t).
 """
 from __future__ import annotations
@@ -23,10 +25,13 @@ class AdaBoost(StumpBoosting):
 
     def select(self, t: int) -> Optional[Hypothesis]:
         choice = self.choose(t)
-        err = self.weighted_error(choice.stump)
+        right, wrong = self.masses(choice.stump)
+        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
         metrics = {"weak_error": err, "edge": 1.0 - 2.0 * err}
         if choice.sample_error is not None:
             metrics["weak_error_sample"] = choice.sample_error
+        if choice.hist_error is not None:
+            metrics["weak_error_hist"] = choice.hist_error
         if err >= 0.5:
             return None  # no weak learner edge left: stop
         e = min(max(err, ERROR_CLIP), 0.5 - ERROR_CLIP)
@@ -35,7 +40,10 @@ class AdaBoost(StumpBoosting):
 
     def apply(self, h: Hypothesis) -> dict:
         alpha = h.coef
-        errors = self.update_rows(h.stump, math.exp(-alpha), math.exp(alpha), alpha)
-        self.normalize()
+        right, wrong = self.masses(h.stump)
+        down, up = math.exp(-alpha), math.exp(alpha)
+        # The new total is known before the pass, so the pass also normalizes.
+        total = down * right + up * wrong
+        errors, _ = self.update_rows(h.stump, down / total, up / total, alpha)
         self.model.append(h.stump, h.coef)
         return {"train_errors": errors}

@@ -53,10 +53,12 @@ class StumpBoosting:
         self.w = np.full(n_local, 1.0 / data.n_global)
         self.margin = np.zeros(n_local)
         self.q = np.empty(n_local, dtype=np.int64)
+        self._version = 0  # bumped whenever the weights change
+        self._masses_key = None
         self.learner = StumpLearner(
             self.params.get("weak_learner", "histogram"),
             proto,
-            data.X,
+            data.cols,
             data.y,
             data.bins.n_bins,
             self.params.get("n_samples", 1),
@@ -69,7 +71,6 @@ class StumpBoosting:
             vote=self.vote,
             feature_names=data.feature_names,
         )
-        self._groups = np.empty(n_local, dtype=np.int32)
 
     def rng(self, t: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, int(t)])
@@ -79,28 +80,37 @@ class StumpBoosting:
         fixed_point(self.w, self.q)
         return self.learner.fit(self.q, self.rng(t))
 
-    def weighted_error(self, stump: Stump) -> float:
-        """Exact global weighted error of ``stump`` under the current weights (reduce_stats)."""
-        h = stump.predict(self.data.X)
-        np.not_equal(h, self.data.y, out=self._groups, casting="unsafe")
-        right, wrong = self.proto.reduce_stats(self.w, self._groups, 2)
-        total = right + wrong
-        return wrong / total if total > 0 else 0.5
+    def error_masses(self, stump: Stump) -> tuple[float, float]:
+        """Exact global weight of the rows ``stump`` gets right and wrong (reduce_stats)."""
+        if self.data.n_local:
+            right, wrong = _weights.error_terms(stump.column(self.data.cols), self.data.y, self.w, *stump.args())
+        else:
+            right = wrong = np.zeros(0)
+        return tuple(self.proto.reduce_terms([right, wrong]))
 
-    def update_rows(self, stump: Stump, factor_correct: float, factor_wrong: float, coef: float) -> int:
-        """Multiply weights, add to margins; return the global training error count."""
-        errors = _weights.apply_stump(
-            self.w, self.margin, self.data.X, self.data.y, *stump.args(), factor_correct, factor_wrong, coef
-        )
-        return int(self.proto.reduce_counts(np.array([errors]))[0])
+    def masses(self, stump: Stump) -> tuple[float, float]:
+        """:meth:`error_masses` of the current weights, computed once per round.
 
-    def normalize(self) -> float:
-        """Divide by the exact global sum; returns it."""
-        (total,) = self.proto.reduce_stats(self.w)
-        if not total > 0:
-            raise FloatingPointError("all weights vanished")
-        _weights.scale(self.w, total)
-        return total
+        ``select`` needs them for the error and ``apply`` for the new total;
+        a replayed ``apply`` (resume) computes them itself.
+        """
+        key = (stump, self._version)
+        if self._masses_key != key:
+            self._masses = self.error_masses(stump)
+            self._masses_key = key
+        return self._masses
+
+    def update_rows(self, stump: Stump, factor_correct: float, factor_wrong: float, coef: float) -> tuple[int, float]:
+        """Multiply weights, add to margins; return the global training error count and largest weight."""
+        errors, wmax = 0, 0.0
+        self._version += 1
+        if self.data.n_local:
+            errors, wmax = _weights.apply_stump(
+                self.w, self.margin, stump.column(self.data.cols), self.data.y, *stump.args(),
+                factor_correct, factor_wrong, coef,
+            )
+        return int(self.proto.reduce_counts(np.array([errors]))[0]), wmax
+
 
     def finish(self) -> Model:
         return self.model

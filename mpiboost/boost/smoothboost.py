@@ -1,8 +1,10 @@
 """Distributed SmoothBoost (ALGORITHMS §1; Chen, Balcan, Chau, AISTATS 2016).
 
 Each round: choose h_t for the current distribution D (sample or histogram
-learner); shrink the weight of every correctly classified row by (1 - gamma);
-normalize with an exact global sum; project onto the epsilon-smooth
+learner); shrink the weight of every correctly classified row by (1 - gamma)
+and normalize in the same pass (the new total (1 - gamma) W_right + W_wrong
+follows from the exact masses of the rows h_t gets right and wrong); project
+onto the epsilon-smooth
 distributions {D : max_i D(i) <= 1/(epsilon n)} (KL projection, the
 distributed search of :meth:`Protocol.smooth_projection`). No row ever holds
 more than 1/(epsilon n) of the mass, which is what makes the algorithm
@@ -45,7 +47,8 @@ class SmoothBoost(StumpBoosting):
 
     def select(self, t: int) -> Optional[Hypothesis]:
         choice = self.choose(t)
-        err = self.weighted_error(choice.stump)
+        right, wrong = self.masses(choice.stump)
+        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
         metrics = {"weak_error": err, "edge": 1.0 - 2.0 * err}
         if choice.sample_error is not None:
             metrics["weak_error_sample"] = choice.sample_error
@@ -57,11 +60,16 @@ class SmoothBoost(StumpBoosting):
         return Hypothesis(choice.stump, coef, metrics)
 
     def apply(self, h: Hypothesis) -> dict:
-        errors = self.update_rows(h.stump, 1.0 - self.gamma, 1.0, h.coef)
-        self.normalize()
-        info = self.proto.smooth_projection(self.w, self.cap)
+        right, wrong = self.masses(h.stump)
+        shrink = 1.0 - self.gamma
+        # The new total is known before the pass, so the pass also normalizes.
+        total = shrink * right + wrong
+        errors, local_max = self.update_rows(h.stump, shrink / total, 1.0 / total, h.coef)
+        wmax = self.proto.reduce_max(local_max)
+        info = self.proto.smooth_projection(self.w, self.cap, wmax=wmax)
+        if info.clipped:
+            wmax = self.cap
         self.model.append(h.stump, h.coef)
-        wmax = self.proto.reduce_max(float(self.w.max()) if self.w.size else 0.0)
         return {
             "train_errors": errors,
             "clipped": info.clipped,

@@ -109,7 +109,11 @@ class BinMapper:
         return float(e[bin_index]) if bin_index < len(e) else float("inf")
 
     def transform(self, X: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
-        """Bin a raw ``(n, d)`` chunk with the compiled kernels."""
+        """Bin a raw ``(n, d)`` chunk with the compiled kernels.
+
+        ``out`` may be any ``(n, d)`` uint8 view, e.g. ``cols[:, a:b].T`` to
+        write straight into feature-major storage.
+        """
         from .._ext import _binning
 
         X = np.asarray(X)

@@ -58,7 +58,7 @@ class Layout:
 class Shard:
     """This rank's rows, binned, with what every rank knows about the whole data."""
 
-    X: np.ndarray  # (n_local, d) uint8 bins, or raw values for load_raw
+    cols: Optional[np.ndarray]  # (d, n_local) uint8 bins, feature-major (load)
     y: np.ndarray  # (n_local,) int8/int32
     domain: np.ndarray  # (n_local,) int32
     start: int  # global id of the first local row
@@ -72,6 +72,7 @@ class Shard:
     label_counts: dict = field(default_factory=dict)
     domain_counts: Optional[np.ndarray] = None
     timings: dict = field(default_factory=dict)  # seconds: read, bin_edges, bin
+    X: Optional[np.ndarray] = None  # (n_local, d) raw values (load_raw only)
 
     @property
     def n_local(self) -> int:
@@ -79,7 +80,11 @@ class Shard:
 
     @property
     def d(self) -> int:
-        return int(self.X.shape[1])
+        return int(self.cols.shape[0]) if self.cols is not None else int(self.X.shape[1])
+
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        """Binned rows ``index`` as a row-major ``(len(index), d)`` array."""
+        return np.ascontiguousarray(self.cols[:, index].T)
 
     @property
     def stop(self) -> int:
@@ -211,7 +216,7 @@ def _read_targets(comm, files, layout, start, stop, task, mode) -> tuple[np.ndar
     return y, domain
 
 
-def _shard(comm, files, layout, X, y, domain, start, mode, bins, task) -> Shard:
+def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None) -> Shard:
     n_domains = len(files) if mode == "file" else (int(comm.allreduce_max(int(domain.max()) if domain.size else -1)) + 1)
     n_domains = max(n_domains, 1)
     dcounts = comm.allreduce_int(np.bincount(domain, minlength=n_domains).astype(np.int64))
@@ -232,6 +237,7 @@ def _shard(comm, files, layout, X, y, domain, start, mode, bins, task) -> Shard:
             local = np.bincount(y, minlength=k).astype(np.int64)
         labels = dict(zip(keys.tolist(), comm.allreduce_int(local).tolist()))
     return Shard(
+        cols=cols,
         X=X,
         y=y,
         domain=domain,
@@ -295,7 +301,8 @@ def load(
     Returns
     -------
     Shard
-        ``X`` holds uint8 bins; the raw values are never held in full.
+        ``cols`` holds the uint8 bins feature-major, ``(d, n_local)``; the raw
+        values are never held in full.
     """
     clock = time.perf_counter
     t0 = clock()
@@ -327,7 +334,7 @@ def load(
         if bins.n_features != d:
             raise InputError(f"the model expects {bins.n_features} features but {files[0].path} has {d}")
         checked = False
-    Xb = np.empty((stop - start, d), dtype=np.uint8)
+    cols = np.empty((d, stop - start), dtype=np.uint8)
     t_bin = 0.0
     with comm.collective_guard():
         for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
@@ -335,9 +342,9 @@ def load(
             if not checked:
                 _check_features(X, files[fi].path, r0)
             t1 = clock()
-            bins.transform(X, out=Xb[g - start : g - start + X.shape[0]])
+            bins.transform(X, out=cols[:, g - start : g - start + X.shape[0]].T)
             t_bin += clock() - t1
-    shard = _shard(comm, files, layout, Xb, y, domain, start, mode, bins, task)
+    shard = _shard(comm, files, layout, cols, y, domain, start, mode, bins, task)
     total = clock() - t0
     shard.timings = {"read": total - t_edges - t_bin, "bin_edges": t_edges, "bin": t_bin, "load": total}
     return shard
@@ -361,4 +368,4 @@ def load_raw(
         for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
             _check_features(arr["X"], files[fi].path, r0)
             X[g - start : g - start + arr["X"].shape[0]] = arr["X"]
-    return _shard(comm, files, layout, X, y, domain, start, mode, None, task)
+    return _shard(comm, files, layout, None, y, domain, start, mode, None, task, X=X)

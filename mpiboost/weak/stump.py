@@ -34,13 +34,22 @@ class Stump:
     left: int
     missing_left: bool = False
 
-    def predict(self, X: np.ndarray) -> np.ndarray:
-        out = np.empty(X.shape[0], dtype=np.int8)
-        _weights.stump_predict(X, self.feature, self.bin, self.left, self.missing_left, out)
-        return out
+    def column(self, cols: np.ndarray) -> np.ndarray:
+        """The binned column the stump reads (any column for the constant)."""
+        return cols[max(self.feature, 0)]
 
-    def args(self) -> tuple[int, int, int, bool]:
-        return self.feature, self.bin, self.left, self.missing_left
+    def args(self) -> tuple[int, int, bool]:
+        """(bin, left, missing_left) for the column kernels; the constant sends every bin left."""
+        if self.feature < 0:
+            return 255, self.left, True
+        return self.bin, self.left, self.missing_left
+
+    def predict(self, cols: np.ndarray) -> np.ndarray:
+        """h(x) in {-1, +1} for feature-major bins ``cols`` (d, n)."""
+        out = np.empty(cols.shape[1], dtype=np.int8)
+        if cols.shape[1]:
+            _weights.stump_predict(self.column(cols), *self.args(), out)
+        return out
 
 
 def sample_size(d: int, beta: float, factor: float = 1.0) -> int:
@@ -68,8 +77,8 @@ class StumpLearner:
         ``"sample"`` or ``"histogram"``.
     proto
         The :class:`mpiboost.protocol.Protocol`.
-    X, y
-        This rank's binned rows and labels.
+    cols, y
+        This rank's feature-major bins (d, n_local) and labels.
     n_bins
         Value bins per feature (from the bin mapper, same on every rank).
     n_samples
@@ -78,29 +87,29 @@ class StumpLearner:
         Global id of this rank's first row.
     """
 
-    def __init__(self, mode: str, proto, X: np.ndarray, y: np.ndarray, n_bins: np.ndarray, n_samples: int, start: int = 0):
+    def __init__(self, mode: str, proto, cols: np.ndarray, y: np.ndarray, n_bins: np.ndarray, n_samples: int, start: int = 0):
         if mode not in ("sample", "histogram"):
             raise ValueError(f"weak learner mode must be 'sample' or 'histogram', not {mode!r}")
-        self.mode, self.proto, self.X, self.y = mode, proto, X, y
+        self.mode, self.proto, self.cols, self.y = mode, proto, cols, y
         self.n_bins = np.ascontiguousarray(n_bins, dtype=np.int64)
         self.n_samples = int(n_samples)
         self.start = start
-        self._g = np.empty(X.shape[0], dtype=np.int64)
-        self._hist = np.zeros((X.shape[1], 256), dtype=np.int64)
+        self._g = np.empty(cols.shape[1], dtype=np.int64)
+        self._hist = np.zeros((cols.shape[0], 256), dtype=np.int64)
 
     def fit(self, q: np.ndarray, rng: np.random.Generator) -> Choice:
         """The best stump for the weights ``q`` (int64 units); same on every rank."""
         packed = None
         if self.mode == "sample":
-            sample = self.proto.proportional_sample(q, self.X, self.y, self.n_samples, rng, start=self.start)
+            sample = self.proto.proportional_sample(q, self.cols, self.y, self.n_samples, rng, start=self.start)
             if self.proto.is_center:
-                hist = np.zeros((self.X.shape[1], 256), dtype=np.int64)
-                _histogram.build_histogram(sample.X, sample.y.astype(np.int64), hist)
+                hist = np.zeros((self.cols.shape[0], 256), dtype=np.int64)
+                _histogram.build_histogram(np.ascontiguousarray(sample.X.T), sample.y.astype(np.int64), hist)
                 f, b, left, ml, edge = _histogram.best_stump(hist, self.n_bins)
                 packed = [f, b, left, ml, (self.n_samples - edge) / (2.0 * self.n_samples)]
         else:
             _weights.signed_fixed(q, self.y, self._g)
-            _histogram.build_histogram(self.X, self._g, self._hist)
+            _histogram.build_histogram(self.cols, self._g, self._hist)
             (total,), _ = self.proto.weight_sums(np.array([int(q.sum())]))
             hist = self.proto.reduce_histograms(self._hist)
             if self.proto.is_center:

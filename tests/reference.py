@@ -1,0 +1,58 @@
+"""Slow, obviously correct references for the kernels and primitives."""
+import math
+
+import numpy as np
+
+MISSING = 255
+
+
+def stump_value(row, feature, bin, left, missing_left):
+    if feature < 0:
+        return left
+    b = int(row[feature])
+    if b == MISSING:
+        return left if missing_left else -left
+    return left if b <= bin else -left
+
+
+def histogram(X, g):
+    hist = np.zeros((X.shape[1], 256), dtype=np.int64)
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            hist[j, X[i, j]] += int(g[i])
+    return hist
+
+
+def best_stump(hist, n_bins):
+    """Enumerate every stump in the documented order; strictly larger |edge| wins."""
+    total = int(hist[0].sum()) if hist.shape[0] else 0
+    best = (-1, 0, 1 if total >= 0 else -1, False, abs(total))
+    for j in range(hist.shape[0]):
+        M = int(hist[j, MISSING])
+        for b in range(int(n_bins[j])):
+            L = int(hist[j, : b + 1].sum())
+            for ml in (False, True):
+                if b == n_bins[j] - 1 and (ml or M == 0):
+                    continue
+                left = L + (M if ml else 0)
+                e = 2 * left - total
+                if abs(e) > best[4]:
+                    best = (j, b, 1 if e >= 0 else -1, ml, abs(e))
+    return best
+
+
+def projection(w, cap):
+    """Sort-based KL projection onto {max D <= cap}: the least feasible number of clipped rows."""
+    w = np.asarray(w, dtype=np.float64)
+    n = w.size
+    if n == 0 or w.max() <= cap:
+        return w.copy()
+    order = np.argsort(-w, kind="stable")
+    s = w[order]
+    for m in range(n + 1):
+        rest = math.fsum(s[m:])
+        lam = (1 - m * cap) / rest if rest > 0 else 1.0
+        if m == n or s[m] * lam <= cap:
+            out = np.minimum(cap, w * lam)
+            out[order[:m]] = cap
+            return out

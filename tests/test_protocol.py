@@ -1,0 +1,133 @@
+"""Protocol primitives; collective (also run under mpiexec -n 2..4 by test_mpi_suite).
+
+Every primitive is checked against the single-process result (bit for bit)
+and against a slow reference, for several ways of splitting the rows.
+"""
+import numpy as np
+import pytest
+
+import reference as ref
+from collective import comms, splits
+from mpiboost import protocol as P
+from mpiboost.comm import Comm, _mpi
+from mpiboost.protocol import Protocol, fixed_point
+
+pytest.importorskip("mpi4py")
+
+
+def _self():
+    return Protocol(Comm(_mpi().COMM_SELF))
+
+
+def _weight_cases():
+    rng = np.random.default_rng(17)
+    yield "random", rng.random(3000)
+    yield "skewed", 10.0 ** rng.uniform(-17, 0, 3000)
+    yield "tied", rng.integers(1, 4, 3000).astype(float)
+    spiked = rng.random(3000)
+    spiked[rng.integers(0, 3000, 7)] = 500.0
+    yield "spiked", spiked
+    yield "uniform", np.ones(3000)
+    z = rng.random(3000)
+    z[::3] = 0.0
+    yield "zeros", z
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+@pytest.mark.parametrize("small", [1, 4096])
+def test_projection_matches_reference_and_single_process(comm, small, monkeypatch):
+    monkeypatch.setattr(P, "SMALL_WINDOW", small)
+    proto = Protocol(comm)
+    for name, w in _weight_cases():
+        w = w / w.sum()
+        for eps in (0.05, 1.0) if name != "random" else (0.05, 0.3, 1.0):
+            cap = 1.0 / (eps * w.size)
+            expected = ref.projection(w, cap)
+            single = w.copy()
+            _self().smooth_projection(single, cap)
+            for parts in splits(w.size, comm.size):
+                a, b = parts[comm.rank]
+                mine = w[a:b].copy()
+                proto.smooth_projection(mine, cap)
+                assert mine.tobytes() == single[a:b].tobytes(), (name, eps, parts)
+            rel = np.abs(single - expected) / np.maximum(expected, 1e-300)
+            assert rel.max() <= 1e-12, (name, eps, rel.max())
+            assert single.max() <= cap * (1 + 1e-12)
+            if np.count_nonzero(w) * cap >= 1:  # otherwise no smooth D has w's support
+                assert abs(single.sum() - 1.0) <= 1e-12
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_sample_is_split_independent(comm):
+    proto = Protocol(comm)
+    rng = np.random.default_rng(4)
+    n = 2000
+    w = rng.dirichlet(np.full(n, 0.5))
+    q = fixed_point(w)
+    X = rng.integers(0, 255, (n, 3)).astype(np.uint8)
+    cols = np.ascontiguousarray(X.T)
+    y = np.where(rng.random(n) < 0.5, 1, -1).astype(np.int8)
+    single = _self().proportional_sample(q, cols, y, 700, np.random.default_rng(99), with_rows=True)
+    for parts in splits(n, comm.size):
+        a, b = parts[comm.rank]
+        mine = np.ascontiguousarray(cols[:, a:b])
+        got = proto.proportional_sample(q[a:b], mine, y[a:b], 700, np.random.default_rng(99), start=a, with_rows=True)
+        if comm.is_center:
+            assert np.array_equal(got.rows, single.rows)
+            assert np.array_equal(got.X, X[single.rows]) and np.array_equal(got.y, y[single.rows])
+        else:
+            assert got is None
+
+
+def test_sample_frequencies_match_weights():
+    """Chi-square goodness of fit of the sampled row frequencies to the weights."""
+    from scipy.stats import chisquare
+
+    rng = np.random.default_rng(8)
+    n, draws = 50, 200_000
+    w = rng.dirichlet(np.ones(n))
+    w[[3, 30]] = [0.2, 0.0]
+    w /= w.sum()
+    q = fixed_point(w)
+    X = np.zeros((1, n), dtype=np.uint8)
+    y = np.ones(n, dtype=np.int8)
+    s = _self().proportional_sample(q, X, y, draws, np.random.default_rng(1), with_rows=True)
+    counts = np.bincount(s.rows, minlength=n)
+    assert counts[30] == 0
+    keep = q > 0
+    expected = q[keep] / q[keep].sum() * draws
+    stat, p = chisquare(counts[keep], expected)
+    assert p > 1e-4, (stat, p)
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_histograms_and_stats_are_exact(comm):
+    from mpiboost._ext import _histogram
+
+    proto = Protocol(comm)
+    rng = np.random.default_rng(6)
+    n, d = 999, 4
+    X = rng.integers(0, 6, (n, d)).astype(np.uint8)
+    g = rng.integers(-(2**55), 2**55, n).astype(np.int64)
+    full = ref.histogram(X, g)
+    values = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 8, n)
+    groups = rng.integers(0, 3, n).astype(np.int32)
+    single_stats = _self().reduce_stats(values, groups, 3)
+    for parts in splits(n, comm.size):
+        a, b = parts[comm.rank]
+        h = np.empty((d, 256), dtype=np.int64)
+        _histogram.build_histogram(np.ascontiguousarray(X[a:b].T), g[a:b], h)
+        got = proto.reduce_histograms(h)
+        if comm.is_center:
+            np.testing.assert_array_equal(got, full)
+        stats = proto.reduce_stats(values[a:b], groups[a:b], 3)
+        assert stats.tobytes() == single_stats.tobytes()
+        totals, offset = proto.weight_sums(np.array([b - a, 2 * (b - a)]))
+        assert totals.tolist() == [n, 2 * n] and offset.tolist() == [a, 2 * a]
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_broadcast_hypothesis(comm):
+    proto = Protocol(comm)
+    v = proto.broadcast_hypothesis([3, 7, -1, 1, 0.25] if comm.is_center else None, 5)
+    assert v.tolist() == [3, 7, -1, 1, 0.25]

@@ -1,0 +1,133 @@
+"""Training end to end through the CLI, on 1..4 ranks."""
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from mpi_util import run_cli
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.fixture(scope="module")
+def ls_data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ls")
+    train, test = d / "train.h5", d / "test.h5"
+    assert run_cli(["synth", "longservedio", "--n", "6000", "--noise", "0.05", "--seed", "1", "--out", str(train)]).returncode == 0
+    assert run_cli(["synth", "longservedio", "--n", "3000", "--seed", "2", "--out", str(test)]).returncode == 0
+    return train, test
+
+
+def _train(data, model, *extra, n=1, rounds=12):
+    proc = run_cli(["train", "--data", str(data), "--rounds", str(rounds), "--model", str(model), "--quiet", *extra], n=n)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def _export(model):
+    proc = run_cli(["export", "--model", str(model)])
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.parametrize("algo", ["smoothboost", "adaboost"])
+@pytest.mark.parametrize("weak", ["sample", "histogram"])
+def test_same_model_for_any_number_of_ranks(ls_data, tmp_path, algo, weak):
+    train, _ = ls_data
+    exports = {}
+    runs = [(1, ()), (2, ()), (3, ()), (4, ()), (3, ("--dedicated-coordinator",))]
+    for n, extra in runs:
+        model = tmp_path / f"m{n}{len(extra)}.h5"
+        _train(train, model, "--algo", algo, "--weak-learner", weak, "--seed", "5", *extra, n=n)
+        exports[(n, extra)] = _export(model)
+    first = exports[(1, ())]
+    doc = json.loads(first)
+    assert doc["algorithm"] == algo and doc["params"]["weak_learner"] == weak
+    assert len(doc["ensemble"]) >= 1
+    for key, text in exports.items():
+        assert text == first, f"model differs with {key}"
+
+
+def test_metrics_log_and_smoothness(ls_data, tmp_path):
+    train, test = ls_data
+    metrics = tmp_path / "m.jsonl"
+    proc = _train(
+        train, tmp_path / "m.h5", "--algo", "smoothboost", "--weak-learner", "sample", "--valid", str(test),
+        "--metrics", str(metrics), n=2, rounds=15,
+    )
+    assert "valid error" in proc.stdout and "bytes sent" in proc.stdout
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    rounds, summary = lines[:-1], lines[-1]["summary"]
+    assert [r["round"] for r in rounds] == list(range(1, 16))
+    for r in rounds:
+        for key in ("weak_error", "weak_error_sample", "edge", "train_error", "valid_error", "bytes_sent",
+                    "bytes_received", "seconds", "max_weight_eps_n"):
+            assert key in r, key
+        assert r["max_weight_eps_n"] <= 1 + 1e-12
+        assert r["bytes_sent"] > 0 and "proportional_sample" in r["bytes"]
+    assert summary["rounds"] == 15 and summary["ranks"] == 2
+    assert set(summary["seconds"]) >= {"load", "bin", "rounds", "communication"}
+
+
+def test_resume_gives_the_uninterrupted_model(ls_data, tmp_path):
+    train, _ = ls_data
+    args = ("--algo", "smoothboost", "--weak-learner", "histogram", "--seed", "3")
+    _train(train, tmp_path / "full.h5", *args, rounds=20)
+    ckpt = tmp_path / "ckpt.h5"
+    _train(train, tmp_path / "part.h5", *args, "--checkpoint", str(ckpt), "--checkpoint-every", "4", rounds=9, n=2)
+    _train(train, tmp_path / "resumed.h5", *args, "--checkpoint", str(ckpt), "--resume", rounds=20, n=3)
+    assert _export(tmp_path / "resumed.h5") == _export(tmp_path / "full.h5")
+    # a checkpoint of another run is refused
+    proc = run_cli(["train", "--data", str(train), "--rounds", "20", "--model", str(tmp_path / "x.h5"), "--algo",
+                    "adaboost", "--checkpoint", str(ckpt), "--resume", "--quiet"])
+    assert proc.returncode == 2 and "checkpoint" in proc.stderr
+
+
+def test_predict_and_evaluate(ls_data, tmp_path):
+    train, test = ls_data
+    model = tmp_path / "m.h5"
+    _train(train, model, "--algo", "adaboost", rounds=30)
+    proc = run_cli(["evaluate", "--model", str(model), "--data", str(test)], n=3)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert set(report) == {"n", "error", "accuracy", "auc"} and report["n"] == 3000
+    assert abs(report["error"] + report["accuracy"] - 1) < 1e-12 and 0.5 < report["auc"] <= 1
+    for out in ("p.npy", "p.csv"):
+        proc = run_cli(["predict", "--model", str(model), "--data", str(test), "--out", str(tmp_path / out)], n=2)
+        assert proc.returncode == 0, proc.stderr
+    labels = np.load(tmp_path / "p.npy")
+    csv = np.loadtxt(tmp_path / "p.csv", skiprows=1)
+    with h5py.File(test) as f:
+        y = f["y"][()]
+    assert labels.shape == (3000,) and np.array_equal(labels, csv)
+    assert abs(np.mean(labels != y) - report["error"]) < 1e-12
+    # two files = two domains: per-domain, uniform and agnostic errors
+    proc = run_cli(["evaluate", "--model", str(model), "--data", str(test), str(train)])
+    report = json.loads(proc.stdout)
+    assert len(report["per_domain"]) == 2 and report["agnostic_error"] >= report["uniform_error"]
+
+
+def test_bad_training_input_exit_code(tmp_path, ls_data):
+    train, _ = ls_data
+    proc = run_cli(["train", "--algo", "smoothboost", "--data", str(tmp_path / "none.h5"), "--rounds", "3",
+                    "--model", str(tmp_path / "m.h5")], n=2)
+    assert proc.returncode == 2 and "none.h5: no such file" in proc.stderr
+    proc = run_cli(["train", "--algo", "smoothboost", "--data", str(train), "--rounds", "3", "--epsilon", "0",
+                    "--model", str(tmp_path / "m.h5")])
+    assert proc.returncode == 2 and "epsilon" in proc.stderr
+    assert not (tmp_path / "m.h5").exists()
+
+
+def test_sample_mode_bytes_per_round_do_not_grow_with_n(tmp_path):
+    """Communication of sample mode is O(N d) per round, independent of the rows."""
+    per_round = {}
+    for n in (50_000, 800_000):
+        data = tmp_path / f"d{n}.h5"
+        assert run_cli(["synth", "longservedio", "--n", str(n), "--noise", "0.1", "--out", str(data)]).returncode == 0
+        metrics = tmp_path / f"m{n}.jsonl"
+        _train(data, tmp_path / f"m{n}.h5", "--algo", "smoothboost", "--weak-learner", "sample", "--metrics",
+               str(metrics), n=2, rounds=8)
+        rows = [json.loads(line) for line in metrics.read_text().splitlines()[:-1]]
+        per_round[n] = np.mean([r["bytes_sent"] + r["bytes_received"] for r in rows])
+    assert abs(per_round[800_000] / per_round[50_000] - 1) < 0.05, per_round
