@@ -28,6 +28,15 @@ class TrainResult:
     summary: dict = field(default_factory=dict)
 
 
+def peak_rss_bytes() -> int:
+    """This process's peak resident set size so far."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
 def _check_resume(ckpt: Model, algorithm: str, params: dict) -> None:
     if ckpt.algorithm != algorithm:
         raise InputError(f"checkpoint was made by {ckpt.algorithm}, not {algorithm}")
@@ -177,6 +186,9 @@ def train(
     }
     totals = comm.bytes.totals()
     all_ranks = proto.reduce_counts(np.array([comm.bytes.sent, comm.bytes.received]))
+    rss = comm.allgather_array(np.array([peak_rss_bytes(), shard.n_local], dtype=np.int64)) if comm.size > 1 else (
+        np.array([[peak_rss_bytes(), shard.n_local]])
+    )
     comm_seconds = sum(v["seconds"] for k, v in totals.items() if k not in ("binning", "other"))
     summary = {
         "algorithm": algorithm,
@@ -198,6 +210,7 @@ def train(
             "communication": comm_seconds,
             **phase,
         },
+        "peak_rss_bytes": {"per_rank": rss[:, 0].tolist(), "rows_per_rank": rss[:, 1].tolist()},
         "bytes_center": totals,
         "bytes_all_ranks": {"sent": int(all_ranks[0]), "received": int(all_ranks[1])},
     }
