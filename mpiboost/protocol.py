@@ -23,6 +23,12 @@ FIXED_SHIFT = 60  # a unit weight is 2**60 fixed-point units
 SMALL_WINDOW = 4096  # finish the projection search at the center below this many values
 
 
+def _max_op():
+    from .comm import _mpi
+
+    return _mpi().MAX
+
+
 def fixed_point(w: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
     """int64 units of 2**-60 of weights that sum to about 1.
 
@@ -169,14 +175,19 @@ class Protocol:
         """KL projection of the normalized weights ``w`` onto ``{D : max D <= cap}``, in place.
 
         The result is ``min(cap, lam * w)`` with ``lam`` such that the weights
-        sum to 1 (ALGORITHMS §1.3). A binary search over the global multiset of
-        weights finds the clipping threshold; pivots are the window values at
-        pseudo-random positions of the *global* row order, and the masses are
-        exact sums, so the search takes the same path, and gives the same
-        bits, for any split of the rows. Once the window holds at most
-        ``SMALL_WINDOW`` values, the center finishes the search alone.
-        ``wmax``, the global largest weight if the caller knows it, saves a
-        reduction when nothing needs clipping.
+        sum to 1 (ALGORITHMS §1.3): the rows above a threshold are clipped to
+        ``cap``, the others scaled by ``lam``. The threshold is found by a
+        binary search over the global multiset of weights in int64 fixed point:
+        pivots are window values at pseudo-random positions of the *global*
+        row order and the masses are integer sums, so the search takes the
+        same path for any split of the rows. Every value ``>= cap`` is clipped
+        from the start (``lam >= 1``). Once the window holds at most
+        ``SMALL_WINDOW`` values, every rank finishes the search on the gathered
+        window. ``lam = (1 - C cap) / below`` uses the correctly rounded float
+        sum of the unclipped weights, never ``1 - clipped mass`` (which loses
+        all precision when the clipped mass nears 1). ``wmax``, the global
+        largest weight if the caller knows it, saves a reduction when nothing
+        needs clipping.
         """
         comm = self.comm
         with comm.primitive("smooth_projection"):
@@ -185,109 +196,169 @@ class Protocol:
                 wmax = comm.allreduce_max(local) if comm.size > 1 else local
             if wmax <= cap:
                 return ProjectionInfo(0, 1.0, math.inf, 0)
-            search = _ProjectionSearch(cap)
-            window = np.array(w, dtype=np.float64)
-            m = window.shape[0]
-            sizes = self._sizes(m)
+            cap_q = int(round(cap * 2.0**FIXED_SHIFT))
+            q = np.empty(w.shape[0], dtype=np.int64)
+            window = np.empty(w.shape[0], dtype=np.int64)
+            m, n_high, s_high = _projection.quantize_window(w, FIXED_SHIFT, cap_q, q, window)
+            search = _ProjectionSearch(cap, cap_q)
+            table = self._allgather_ints([m, n_high])
+            search.C = int(table[:, 1].sum())
+            sizes = table[:, 0]
             rng = np.random.default_rng(0x5E1EC7)
             iterations = 0
             while True:
                 M = int(sizes.sum())
                 if M <= SMALL_WINDOW:
-                    vals = comm.gatherv(window[:m]) if comm.size > 1 else window[:m]
-                    if self.is_center:
-                        search.finish(vals)
+                    rest = comm.allgatherv(window[:m]) if comm.size > 1 else window[:m]
+                    search.finish(rest)
                     break
                 iterations += 1
                 k = int(rng.integers(M))
                 starts = np.concatenate([[0], np.cumsum(sizes)])
                 owner = int(np.searchsorted(starts, k, side="right") - 1)
-                pivot = np.array([window[k - starts[owner]] if comm.rank == owner else 0.0])
+                pivot = np.array([window[k - starts[owner]] if comm.rank == owner else 0], dtype=np.int64)
                 if comm.size > 1:
                     pivot = comm.Bcast(pivot, root=owner)
-                theta = float(pivot[0])
-                counts, terms = _projection.split_stats(window, m, theta)
-                if comm.size > 1:
-                    all_counts = comm.gatherv(counts[None, :])
-                    lens = comm.gatherv(np.array([[len(terms[0]), len(terms[1])]], dtype=np.int64))
-                    flat = comm.gatherv(np.concatenate([terms[0], terms[1]]))
+                theta = int(pivot[0])
+                stats = self._allgather_ints(_projection.split_stats(window, m, theta))
+                n_below, n_at, n_above, s_below, s_at = (int(x) for x in stats.sum(axis=0))
+                if search.step(theta, n_at, n_above, s_below + s_at):
+                    m = _projection.compact(window, m, _MIN_Q, theta)  # window becomes (lo, theta)
+                    sizes = stats[:, 0]
                 else:
-                    all_counts, lens, flat = counts[None, :], np.array([[len(terms[0]), len(terms[1])]]), np.concatenate(terms[:2])
-                # The decision travels with the new window sizes, so the next
-                # pivot's owner is known everywhere without another message.
-                decision = np.zeros(1 + comm.size, dtype=np.int64)
-                if self.is_center:
-                    L, Mt = [], []
-                    pos = 0
-                    for a, b in lens:
-                        L.append(flat[pos : pos + a])
-                        Mt.append(flat[pos + a : pos + a + b])
-                        pos += a + b
-                    tot = all_counts.sum(axis=0)
-                    clipped = search.step(theta, int(tot[1]), int(tot[2]), np.concatenate(L + Mt))
-                    decision[0] = clipped
-                    decision[1:] = all_counts[:, 0] if clipped else all_counts[:, 2]
-                if comm.size > 1:
-                    decision = comm.Bcast(decision)
-                if decision[0]:  # theta is clipped: the window becomes (lo, theta)
-                    m = _projection.compact(window, m, -math.inf, theta)
-                else:  # theta stays unclipped: the window becomes (theta, hi)
-                    m = _projection.compact(window, m, theta, math.inf)
-                sizes = decision[1:]
-            result = np.zeros(3)
-            if self.is_center:
-                result[:] = search.result()
+                    m = _projection.compact(window, m, theta, _MAX_Q)  # window becomes (theta, hi)
+                    sizes = stats[:, 2]
+            theta_q = search.theta_clip_q
+            terms, max_below, min_above = _projection.mass_below(w, q, theta_q) if w.size else (np.zeros(0), -1.0, 1e308)
+            below = comm.sum_terms([terms])[0] if comm.size > 1 else math.fsum(terms)
+            lam = (1.0 - search.C * cap) / below if below > 0 else 1.0
+            # Fixed point resolves weights down to 2**-60; confirm that the
+            # clipped set is the exact one (up to rounding), else search again
+            # on the float weights (extreme dynamic ranges only).
+            ext = np.array([max_below, -min_above])
             if comm.size > 1:
-                result = comm.Bcast(result)
-            clipped_n, lam, theta_clip = int(result[0]), float(result[1]), float(result[2])
-        _projection.apply_projection(w, theta_clip, cap, lam)
-        return ProjectionInfo(clipped_n, lam, theta_clip, iterations)
+                ext = comm._allreduce(ext, _max_op())
+            exact = ext[0] * lam <= cap * (1 + 1e-12) and (search.C == 0 or -ext[1] * lam >= cap * (1 - 1e-12))
+            if not exact:
+                C, theta, lam, more = self._float_search(w, cap, rng)
+                iterations += more
+        if not w.size:
+            pass
+        elif exact:
+            _projection.apply_projection(w, q, theta_q, cap, lam)
+        else:
+            _projection.float_apply_projection(w, theta, cap, lam)
+        if exact:
+            return ProjectionInfo(search.C, lam, theta_q / 2.0**FIXED_SHIFT, iterations)
+        return ProjectionInfo(C, lam, theta, iterations)
 
-    def _sizes(self, m: int) -> np.ndarray:
-        if self.comm.size == 1:
-            return np.array([m], dtype=np.int64)
-        return self.comm.allgather_array(np.array([m], dtype=np.int64))[:, 0]
+    def _float_search(self, w: np.ndarray, cap: float, rng: np.random.Generator) -> tuple[int, float, float, int]:
+        """The same search on the float weights with exact (superaccumulator) masses.
+
+        Every value ``>= cap`` is clipped from the start. Returns ``(C, theta,
+        lam, iterations)``: rows ``>= theta`` are clipped.
+        """
+        comm = self.comm
+        window = np.array(w, dtype=np.float64)
+        high = window >= cap
+        m = _projection.float_compact(window, window.shape[0], -math.inf, cap)
+        C = int(self._allgather_ints([int(high.sum())])[:, 0].sum())
+        below = np.zeros(0)  # exact partials of the mass known to stay unclipped
+        theta_clip = cap
+        sizes = self._allgather_ints([m])[:, 0]
+        iterations = 0
+
+        def decide(theta: float, n_at: int, n_above: int, low_and_at: np.ndarray) -> bool:
+            nonlocal C, below, theta_clip
+            U = math.fsum(np.concatenate([below, low_and_at]))
+            if U > 0 and theta * ((1.0 - (C + n_above) * cap) / U) > cap:
+                C += n_above + n_at
+                theta_clip = theta
+                return True
+            below = _exact.partials(np.concatenate([below, low_and_at]))
+            return False
+
+        while True:
+            M = int(sizes.sum())
+            if M <= SMALL_WINDOW:
+                v = np.sort(comm.allgatherv(window[:m]) if comm.size > 1 else window[:m].copy())
+                lo, hi = 0, v.size
+                while lo < hi:
+                    theta = float(v[(lo + hi) // 2])
+                    a = lo + int(np.searchsorted(v[lo:hi], theta, side="left"))
+                    b = lo + int(np.searchsorted(v[lo:hi], theta, side="right"))
+                    if decide(theta, b - a, hi - b, v[lo:b]):
+                        hi = a
+                    else:
+                        lo = b
+                break
+            iterations += 1
+            k = int(rng.integers(M))
+            starts = np.concatenate([[0], np.cumsum(sizes)])
+            owner = int(np.searchsorted(starts, k, side="right") - 1)
+            pivot = np.array([window[k - starts[owner]] if comm.rank == owner else 0.0])
+            if comm.size > 1:
+                pivot = comm.Bcast(pivot, root=owner)
+            theta = float(pivot[0])
+            counts, low, at = _projection.float_split_terms(window, m, theta)
+            table = self._allgather_ints(counts)
+            low_at = comm.allgatherv(np.concatenate([low, at])) if comm.size > 1 else np.concatenate([low, at])
+            tot = table.sum(axis=0)
+            if decide(theta, int(tot[1]), int(tot[2]), low_at):
+                m = _projection.float_compact(window, m, -math.inf, theta)
+                sizes = table[:, 0]
+            else:
+                m = _projection.float_compact(window, m, theta, math.inf)
+                sizes = table[:, 2]
+        total_below = math.fsum(below)
+        lam = (1.0 - C * cap) / total_below if total_below > 0 else 1.0
+        return C, theta_clip, lam, iterations
+
+    def _allgather_ints(self, values) -> np.ndarray:
+        row = np.asarray(values, dtype=np.int64)[None, :]
+        return self.comm.allgather_array(row[0]) if self.comm.size > 1 else row
+
+
+
+_MIN_Q = -(2**63)
+_MAX_Q = 2**63 - 1
 
 
 class _ProjectionSearch:
-    """Center-side state of the projection search (ALGORITHMS §1.3).
+    """The search state, identical on every rank (ALGORITHMS §1.3, in fixed point).
 
-    ``C`` values are known to be clipped (all >= ``theta_clip``); ``below`` is
-    the exact mass known to stay unclipped, kept as non-overlapping partials
-    and never computed as ``1 - clipped mass`` (which loses all precision when
-    the clipped mass nears 1).
+    ``C`` rows are known to be clipped (those ``>= theta_clip_q``);
+    ``below_q`` is the fixed-point mass known to stay unclipped. Candidate
+    ``theta`` is clipped iff, with everything above it clipped and everything
+    up to it unclipped, its scaled value would exceed the cap.
     """
 
-    def __init__(self, cap: float) -> None:
+    def __init__(self, cap: float, cap_q: int) -> None:
         self.cap = cap
         self.C = 0
-        self.below = np.zeros(0)
-        self.theta_clip = math.inf
+        self.below_q = 0
+        self.theta_clip_q = cap_q
 
-    def step(self, theta: float, n_at: int, n_above: int, mass_below_and_at: np.ndarray) -> bool:
+    def step(self, theta: int, n_at: int, n_above: int, mass_below_and_at: int) -> bool:
         """Decide whether ``theta`` is clipped; returns True if it is."""
-        U = math.fsum(np.concatenate([self.below, mass_below_and_at]))
-        if U > 0 and theta * ((1.0 - (self.C + n_above) * self.cap) / U) > self.cap:
+        U = self.below_q + mass_below_and_at
+        if U > 0 and float(theta) * (1.0 - (self.C + n_above) * self.cap) > self.cap * float(U):
             self.C += n_above + n_at
-            self.theta_clip = theta
+            self.theta_clip_q = theta
             return True
-        self.below = _exact.partials(np.concatenate([self.below, mass_below_and_at]))
+        self.below_q = U
         return False
 
     def finish(self, values: np.ndarray) -> None:
         """Finish the search on the last window values (any order) with exact medians."""
-        v = np.sort(np.asarray(values, dtype=np.float64))
+        v = np.sort(np.asarray(values, dtype=np.int64))
+        cum = np.concatenate([[0], np.cumsum(v, dtype=object)]) if v.size else np.zeros(1, dtype=object)
         lo, hi = 0, v.size  # current window v[lo:hi]
         while lo < hi:
-            theta = v[(lo + hi) // 2]
+            theta = int(v[(lo + hi) // 2])
             a = lo + int(np.searchsorted(v[lo:hi], theta, side="left"))
             b = lo + int(np.searchsorted(v[lo:hi], theta, side="right"))
-            if self.step(theta, b - a, hi - b, v[lo:b]):
+            if self.step(theta, b - a, hi - b, int(cum[b] - cum[lo])):
                 hi = a
             else:
                 lo = b
-
-    def result(self) -> tuple[int, float, float]:
-        below = math.fsum(self.below)
-        lam = (1.0 - self.C * self.cap) / below if below > 0 else 1.0
-        return self.C, lam, self.theta_clip

@@ -159,15 +159,36 @@ def test_projection_kernels():
     from mpiboost._ext import _projection
 
     rng = np.random.default_rng(2)
-    v = np.round(rng.random(1000) * 20) / 20
-    counts, terms = _projection.split_stats(v, 800, 0.5)
-    head = v[:800]
-    assert counts.tolist() == [(head < 0.5).sum(), (head == 0.5).sum(), (head > 0.5).sum()]
-    for t, mask in zip(terms, (head < 0.5, head == 0.5, head > 0.5)):
-        assert math.fsum(t) == math.fsum(head[mask])
-    w = v.copy()
-    m = _projection.compact(w, 1000, 0.2, 0.7)
-    assert w[:m].tolist() == [x for x in v if 0.2 < x < 0.7]
-    x = np.array([0.1, 0.5, 0.9])
-    _projection.apply_projection(x, 0.5, 0.4, 2.0)
-    assert x.tolist() == [0.2, 0.4, 0.4]
+    w = np.round(rng.random(1000) * 20) / 20 / 500
+    q = np.empty(1000, dtype=np.int64)
+    window = np.empty(1000, dtype=np.int64)
+    cap_q = int(round(0.0015 * 2.0**60))
+    m, n_high, s_high = _projection.quantize_window(w, 60, cap_q, q, window)
+    assert np.all(np.abs(q - w * 2.0**60) <= 0.5)
+    assert window[:m].tolist() == [x for x in q if x < cap_q]
+    assert (n_high, s_high) == (int((q >= cap_q).sum()), int(q[q >= cap_q].sum()))
+    theta = int(np.median(q))
+    head = q[:800]
+    c0, c1, c2, s0, s1 = _projection.split_stats(q, 800, theta)
+    assert (c0, c1, c2) == ((head < theta).sum(), (head == theta).sum(), (head > theta).sum())
+    assert (s0, s1) == (int(head[head < theta].sum()), int(head[head == theta].sum()))
+    v = q.copy()
+    k = _projection.compact(v, 1000, theta // 2, theta)
+    assert v[:k].tolist() == [x for x in q if theta // 2 < x < theta]
+    terms, max_below, min_above = _projection.mass_below(w, q, theta)
+    assert math.fsum(terms) == math.fsum(w[q < theta])
+    assert max_below == w[q < theta].max() and min_above == w[q >= theta].min()
+    x = w.copy()
+    _projection.apply_projection(x, q, theta, 0.0015, 1.1)
+    np.testing.assert_array_equal(x, np.where(q >= theta, 0.0015, np.minimum(0.0015, w * 1.1)))
+    # the float fallback kernels
+    counts, low, at = _projection.float_split_terms(w, 800, w[5])
+    hw = w[:800]
+    assert counts == ((hw < w[5]).sum(), (hw == w[5]).sum(), (hw > w[5]).sum())
+    assert math.fsum(low) == math.fsum(hw[hw < w[5]]) and math.fsum(at) == math.fsum(hw[hw == w[5]])
+    y = w.copy()
+    k = _projection.float_compact(y, 1000, 0.01, 0.03)
+    assert y[:k].tolist() == [t for t in w if 0.01 < t < 0.03]
+    z = w.copy()
+    _projection.float_apply_projection(z, 0.0015, 0.0015, 1.1)
+    np.testing.assert_array_equal(z, np.where(w >= 0.0015, 0.0015, np.minimum(0.0015, w * 1.1)))
