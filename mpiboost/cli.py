@@ -157,6 +157,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     comm = _comm(args)
     params = {"weak_learner": args.weak_learner}
+    if args.entity_balanced:
+        params["entity_balanced"] = True
     if args.algo == "smoothboost":
         params.update(epsilon=args.epsilon, beta=args.beta, vote=args.vote)
         if args.gamma is not None:
@@ -409,6 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint interval in rounds (default 10)")
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
     p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 coordinates and holds no rows")
+    p.add_argument("--entity-balanced", action="store_true",
+                   help="start every rank with the same total weight (the paper's Algorithm 4; "
+                   "the model then depends on the number of ranks)")
     p.add_argument("--threads", type=int, default=0, help="OpenMP threads per rank (default: cores / ranks on the node)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_train)

@@ -49,8 +49,14 @@ class StumpBoosting:
     def setup(self, data, proto: Protocol, seed: int = 0) -> None:
         self.data, self.proto, self.seed = data, proto, int(seed)
         n_local = data.n_local
-        # Uniform over all n rows: a per-row value, so independent of the split.
-        self.w = np.full(n_local, 1.0 / data.n_global)
+        if self.params.get("entity_balanced"):
+            # The paper's Algorithm 4: every entity starts with the same total
+            # mass. This depends on the partition, so the model does too.
+            k = int(proto.reduce_counts(np.array([1 if n_local else 0]))[0])
+            self.w = np.full(n_local, 1.0 / (k * n_local) if n_local else 0.0)
+        else:
+            # Uniform over all n rows: a per-row value, so independent of the split.
+            self.w = np.full(n_local, 1.0 / data.n_global)
         self.margin = np.zeros(n_local)
         self.q = np.empty(n_local, dtype=np.int64)
         self._version = 0  # bumped whenever the weights change
