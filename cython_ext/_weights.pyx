@@ -7,6 +7,7 @@ column with ``bin = 255, missing_left = True``.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
+from libc.math cimport ldexp
 
 from _typedefs cimport bin_t, fixed_t, idx_t
 from _stump cimport stump_value
@@ -70,6 +71,26 @@ def error_terms(const bin_t[::1] col, const signed char[::1] y, const double[::1
     return right, wrong
 
 
+cdef void _apply_range(double* w, double* margin, const bin_t* col, const signed char* y, idx_t lo, idx_t hi,
+                       int bin, signed char left, bint missing_left, double fc, double fw, double coef,
+                       double* wmax_out, long long* errors_out) noexcept nogil:
+    # Locals, not shared arrays: the running max and count stay in registers.
+    cdef idx_t i
+    cdef signed char h
+    cdef double v, m, wmax = 0.0
+    cdef long long errors = 0
+    for i in range(lo, hi):
+        h = stump_value(col[i], bin, left, missing_left)
+        v = w[i] * (fc if h == y[i] else fw)
+        w[i] = v
+        wmax = v if v > wmax else wmax
+        m = margin[i] + coef * h
+        margin[i] = m
+        errors += (1 if m >= 0 else -1) != y[i]
+    wmax_out[0] = wmax
+    errors_out[0] = errors
+
+
 def apply_stump(double[::1] w, double[::1] margin, const bin_t[::1] col, const signed char[::1] y,
                 int bin, int left, bint missing_left,
                 double factor_correct, double factor_wrong, double coef):
@@ -80,32 +101,58 @@ def apply_stump(double[::1] w, double[::1] margin, const bin_t[::1] col, const s
     updated ensemble ``sign(margin)`` (ties -> +1) gets wrong, and the
     largest new weight.
     """
-    cdef idx_t n = col.shape[0], i, t, nt, lo, hi
-    cdef signed char h
-    cdef long long errors = 0
-    cdef double v, m
+    cdef idx_t n = col.shape[0], t, nt
     if w.shape[0] != n or margin.shape[0] != n or y.shape[0] != n:
         raise ValueError("shape mismatch")
+    if n == 0:
+        return 0, 0.0
     nt = max(1, min(mb_get_max_threads(), n // 16384))
-    maxes = np.zeros(nt)
-    counts = np.zeros(nt, dtype=np.int64)
+    maxes = np.zeros(8 * nt)  # one cache line per thread
+    counts = np.zeros(8 * nt, dtype=np.int64)
     cdef double[::1] mx = maxes
     cdef long long[::1] ct = counts
-    if n:
-        for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-            lo = t * n // nt
-            hi = (t + 1) * n // nt
-            for i in range(lo, hi):
-                h = stump_value(col[i], bin, <signed char> left, missing_left)
-                v = w[i] * (factor_correct if h == y[i] else factor_wrong)
-                w[i] = v
-                if v > mx[t]:
-                    mx[t] = v
-                m = margin[i] + coef * h
-                margin[i] = m
-                if (1 if m >= 0 else -1) != y[i]:
-                    ct[t] += 1
-    return int(counts.sum()), float(maxes.max()) if n else 0.0
+    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+        _apply_range(&w[0], &margin[0], &col[0], &y[0], t * n // nt, (t + 1) * n // nt,
+                     bin, <signed char> left, missing_left, factor_correct, factor_wrong, coef,
+                     &mx[8 * t], &ct[8 * t])
+    return int(counts.sum()), float(maxes.max())
+
+
+def fixed_cumsum(const double[::1] w, int shift, fixed_t[::1] cum):
+    """Inclusive prefix sums of the fixed-point weights ``round(w * 2**shift)``; returns the total.
+
+    What proportional sampling needs, in one pass (no separate weight array).
+    """
+    cdef idx_t n = w.shape[0], i
+    cdef double scale = ldexp(1.0, shift), big = 4503599627370496.0, v
+    cdef fixed_t total = 0
+    if cum.shape[0] != n:
+        raise ValueError("shape mismatch")
+    with nogil:
+        for i in range(n):
+            v = w[i] * scale
+            if v < big:
+                v = (v + big) - big  # round half to even (weights are >= 0)
+            total += <fixed_t> v
+            cum[i] = total
+    return int(total)
+
+
+def fixed_signed(const double[::1] w, const signed char[::1] y, int shift, fixed_t[::1] g):
+    """``g[i] = round(w[i] * 2**shift) * y[i]``; returns the total of the unsigned units."""
+    cdef idx_t n = w.shape[0], i
+    cdef double scale = ldexp(1.0, shift), big = 4503599627370496.0, v
+    cdef fixed_t x, total = 0
+    if g.shape[0] != n or y.shape[0] != n:
+        raise ValueError("shape mismatch")
+    for i in prange(n, nogil=True, schedule="static"):
+        v = w[i] * scale
+        if v < big:
+            v = (v + big) - big
+        x = <fixed_t> v
+        total += x
+        g[i] = x * y[i]
+    return int(total)
 
 
 def margin_errors(const double[::1] margin, const signed char[::1] y):

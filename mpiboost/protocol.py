@@ -91,7 +91,7 @@ class Protocol:
     # ---------------------------------------------------- proportional_sample
     def proportional_sample(
         self,
-        q: np.ndarray,
+        cumq: np.ndarray,
         cols: np.ndarray,
         y: np.ndarray,
         n_samples: int,
@@ -102,22 +102,25 @@ class Protocol:
     ) -> Optional[Sample]:
         """Draw ``n_samples`` rows with replacement, row i with probability q_i / sum(q).
 
-        Sampling is defined on the global order: every rank draws the same
-        sorted points in ``[0, total)`` from ``rng`` (no message needed), keeps
-        those in its own prefix range and maps them to rows through its local
-        prefix sums. The center gathers the rows (binned, from the
-        feature-major ``cols``) in rank order, which is the order of the points,
-        so the sample is the same for any number of ranks.
+        ``cumq`` holds this rank's inclusive prefix sums of the fixed-point
+        weights q (see :func:`mpiboost._ext._weights.fixed_cumsum`). Sampling is
+        defined on the global order: every rank draws the same sorted points in
+        ``[0, total)`` from ``rng`` (no message needed), keeps those in its own
+        prefix range and maps them to rows through ``cumq``. The center gathers
+        the rows (binned, from the feature-major ``cols``) in rank order, which
+        is the order of the points, so the sample is the same for any number of
+        ranks.
         """
-        (total,), (offset,) = self.weight_sums(np.array([int(q.sum())]))
+        local = int(cumq[-1]) if cumq.size else 0
+        (total,), (offset,) = self.weight_sums(np.array([local]))
         if total <= 0:
             raise FloatingPointError("all weights are zero: nothing to sample")
         points = np.sort(rng.integers(0, total, size=n_samples, dtype=np.int64))
-        lo, hi = np.searchsorted(points, [offset, offset + int(q.sum())], side="left")
+        lo, hi = np.searchsorted(points, [offset, offset + local], side="left")
         mine = points[lo:hi]
         rows = np.empty(mine.shape[0], dtype=np.intp)
         if mine.size:
-            _weights.rows_for_points(np.cumsum(q), mine, offset, rows)
+            _weights.rows_for_points(cumq, mine, offset, rows)
         with self.comm.primitive("proportional_sample"):
             picked = np.ascontiguousarray(cols[:, rows].T)
             if self.comm.size == 1:

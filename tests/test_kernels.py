@@ -143,6 +143,11 @@ def test_rows_for_points_and_fixed_point():
 
     w = rng.dirichlet(np.ones(1000))
     qf = fixed_point(w)
+    cum = np.empty(1000, dtype=np.int64)
+    assert _weights.fixed_cumsum(w, 60, cum) == int(qf.sum()) and np.array_equal(cum, np.cumsum(qf))
+    ys = np.where(rng.random(1000) < 0.5, 1, -1).astype(np.int8)
+    gs = np.empty(1000, dtype=np.int64)
+    assert _weights.fixed_signed(w, ys, 60, gs) == int(qf.sum()) and np.array_equal(gs, qf * ys)
     assert np.all(np.abs(qf - w * 2.0**60) <= 0.5)
     with pytest.raises(FloatingPointError):
         fixed_point(np.array([2.0**4]))

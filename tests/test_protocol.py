@@ -67,11 +67,11 @@ def test_sample_is_split_independent(comm):
     X = rng.integers(0, 255, (n, 3)).astype(np.uint8)
     cols = np.ascontiguousarray(X.T)
     y = np.where(rng.random(n) < 0.5, 1, -1).astype(np.int8)
-    single = _self().proportional_sample(q, cols, y, 700, np.random.default_rng(99), with_rows=True)
+    single = _self().proportional_sample(np.cumsum(q), cols, y, 700, np.random.default_rng(99), with_rows=True)
     for parts in splits(n, comm.size):
         a, b = parts[comm.rank]
         mine = np.ascontiguousarray(cols[:, a:b])
-        got = proto.proportional_sample(q[a:b], mine, y[a:b], 700, np.random.default_rng(99), start=a, with_rows=True)
+        got = proto.proportional_sample(np.cumsum(q[a:b]), mine, y[a:b], 700, np.random.default_rng(99), start=a, with_rows=True)
         if comm.is_center:
             assert np.array_equal(got.rows, single.rows)
             assert np.array_equal(got.X, X[single.rows]) and np.array_equal(got.y, y[single.rows])
@@ -91,7 +91,7 @@ def test_sample_frequencies_match_weights():
     q = fixed_point(w)
     X = np.zeros((1, n), dtype=np.uint8)
     y = np.ones(n, dtype=np.int8)
-    s = _self().proportional_sample(q, X, y, draws, np.random.default_rng(1), with_rows=True)
+    s = _self().proportional_sample(np.cumsum(q), X, y, draws, np.random.default_rng(1), with_rows=True)
     counts = np.bincount(s.rows, minlength=n)
     assert counts[30] == 0
     keep = q > 0

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._ext import _weights
 from ..model import Model
-from ..protocol import Protocol, fixed_point
+from ..protocol import Protocol
 from ..weak.stump import Stump, StumpLearner
 
 
@@ -58,7 +58,6 @@ class StumpBoosting:
             # Uniform over all n rows: a per-row value, so independent of the split.
             self.w = np.full(n_local, 1.0 / data.n_global)
         self.margin = np.zeros(n_local)
-        self.q = np.empty(n_local, dtype=np.int64)
         self._version = 0  # bumped whenever the weights change
         self._masses_key = None
         self.learner = StumpLearner(
@@ -82,9 +81,8 @@ class StumpBoosting:
         return np.random.default_rng([self.seed, int(t)])
 
     def choose(self, t: int):
-        """Round t's stump for the current weights (fixed point), same on every rank."""
-        fixed_point(self.w, self.q)
-        return self.learner.fit(self.q, self.rng(t))
+        """Round t's stump for the current weights, same on every rank."""
+        return self.learner.fit(self.w, self.rng(t))
 
     def error_masses(self, stump: Stump) -> tuple[float, float]:
         """Exact global weight of the rows ``stump`` gets right and wrong (reduce_stats)."""

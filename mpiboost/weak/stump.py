@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 
 from .._ext import _histogram, _weights
+from ..protocol import FIXED_SHIFT
 
 PACKED_SIZE = 5  # feature, bin, left, missing_left, error seen by the learner
 
@@ -97,20 +98,26 @@ class StumpLearner:
         self._g = np.empty(cols.shape[1], dtype=np.int64)
         self._hist = np.zeros((cols.shape[0], 256), dtype=np.int64)
 
-    def fit(self, q: np.ndarray, rng: np.random.Generator) -> Choice:
-        """The best stump for the weights ``q`` (int64 units); same on every rank."""
+    def fit(self, w: np.ndarray, rng: np.random.Generator) -> Choice:
+        """The best stump for the row weights ``w`` (normalized); same on every rank.
+
+        Weights enter the protocol as int64 units of 2**-60 (per-row rounding,
+        so the same on every partition): prefix sums for sampling, signed
+        units for histograms.
+        """
         packed = None
         if self.mode == "sample":
-            sample = self.proto.proportional_sample(q, self.cols, self.y, self.n_samples, rng, start=self.start)
+            _weights.fixed_cumsum(w, FIXED_SHIFT, self._g)
+            sample = self.proto.proportional_sample(self._g, self.cols, self.y, self.n_samples, rng, start=self.start)
             if self.proto.is_center:
                 hist = np.zeros((self.cols.shape[0], 256), dtype=np.int64)
                 _histogram.build_histogram(np.ascontiguousarray(sample.X.T), sample.y.astype(np.int64), hist)
                 f, b, left, ml, edge = _histogram.best_stump(hist, self.n_bins)
                 packed = [f, b, left, ml, (self.n_samples - edge) / (2.0 * self.n_samples)]
         else:
-            _weights.signed_fixed(q, self.y, self._g)
+            local = _weights.fixed_signed(w, self.y, FIXED_SHIFT, self._g)
             _histogram.build_histogram(self.cols, self._g, self._hist)
-            (total,), _ = self.proto.weight_sums(np.array([int(q.sum())]))
+            (total,), _ = self.proto.weight_sums(np.array([local]))
             hist = self.proto.reduce_histograms(self._hist)
             if self.proto.is_center:
                 f, b, left, ml, edge = _histogram.best_stump(hist, self.n_bins)
