@@ -11,9 +11,10 @@ int64 sums of such units are exact and associative.
 """
 import numpy as np
 cimport numpy as cnp
-from libc.math cimport fabs, isfinite, nearbyint, ldexp
+from libc.math cimport fabs, ldexp
 from cython.parallel cimport prange
 
+from _superacc cimport mb_i128, mb_acc_add, mb_acc_add_grouped, mb_acc_merge, mb_acc_terms, mb_get_max_threads
 from _typedefs cimport fixed_t, idx_t
 
 cnp.import_array()
@@ -35,19 +36,6 @@ cdef inline idx_t _grow(double* p, idx_t m, double x) noexcept nogil:
         x = hi
     p[i] = x
     return i + 1
-
-
-cdef extern from "_superacc.h":
-    ctypedef struct mb_i128:
-        pass
-    int MB_NBUCKETS
-    int mb_acc_add(mb_i128* acc, const double* x, idx_t n) nogil
-    int mb_acc_add_grouped(mb_i128* acc, const double* x, const int* g, idx_t n, int n_groups) nogil
-    void mb_acc_merge(mb_i128* into, const mb_i128* src) nogil
-    idx_t mb_acc_terms(const mb_i128* acc, double* out) nogil
-
-cdef extern from "_openmp_shim.h":
-    int mb_get_max_threads() nogil
 
 
 cdef object _terms_to_partials(mb_i128* acc):

@@ -15,12 +15,10 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 
+from _superacc cimport mb_get_max_threads
 from _typedefs cimport bin_t, fixed_t, idx_t, MISSING_BIN
 
 cnp.import_array()
-
-cdef extern from "_openmp_shim.h":
-    int mb_get_max_threads() nogil
 
 cdef enum:
     BLOCK = 2048  # rows per block: their weights stay in L1 while every feature is scanned

@@ -12,20 +12,10 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport fabs, ldexp
 
+from _superacc cimport mb_i128, mb_acc_add1, mb_acc_merge, mb_acc_terms, mb_get_max_threads
 from _typedefs cimport fixed_t, idx_t
 
 cnp.import_array()
-
-cdef extern from "_superacc.h":
-    ctypedef struct mb_i128:
-        pass
-    int mb_acc_add1(mb_i128* acc, double v) nogil
-    void mb_acc_merge(mb_i128* into, const mb_i128* src) nogil
-    idx_t mb_acc_terms(const mb_i128* acc, double* out) nogil
-
-cdef extern from "_openmp_shim.h":
-    int mb_get_max_threads() nogil
-
 
 def quantize_window(const double[::1] w, int shift, fixed_t cap_q, fixed_t[::1] q, fixed_t[::1] window):
     """``q = round(w * 2**shift)``; copy the values below ``cap_q`` into ``window``.
@@ -77,10 +67,15 @@ def split_stats(const fixed_t[::1] v, idx_t m, fixed_t theta):
     return c0, c1, c2, s0, s1
 
 
-def compact(fixed_t[::1] v, idx_t m, fixed_t lo, fixed_t hi):
+ctypedef fused window_t:
+    fixed_t
+    double
+
+
+def compact(window_t[::1] v, idx_t m, window_t lo, window_t hi):
     """Keep the values of ``v[:m]`` strictly inside (lo, hi), in order; return how many."""
     cdef idx_t i, k = 0
-    cdef fixed_t x
+    cdef window_t x
     with nogil:
         for i in range(m):
             x = v[i]
@@ -169,19 +164,6 @@ def float_split_terms(const double[::1] v, idx_t m, double theta):
     low = buf[: mb_acc_terms(acc, &b[0])].copy()
     at = buf[: mb_acc_terms(acc + 2048, &b[0])].copy()
     return (c0, c1, c2), low, at
-
-
-def float_compact(double[::1] v, idx_t m, double lo, double hi):
-    """Keep the values of ``v[:m]`` strictly inside (lo, hi), in order; return how many."""
-    cdef idx_t i, k = 0
-    cdef double x
-    with nogil:
-        for i in range(m):
-            x = v[i]
-            if x > lo and x < hi:
-                v[k] = x
-                k += 1
-    return k
 
 
 def float_apply_projection(double[::1] w, double theta, double cap, double lam):

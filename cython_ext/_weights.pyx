@@ -9,21 +9,11 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport ldexp
 
+from _superacc cimport mb_i128, mb_acc_add1, mb_acc_merge, mb_acc_terms, mb_get_max_threads
 from _typedefs cimport bin_t, fixed_t, idx_t
 from _stump cimport stump_value
 
 cnp.import_array()
-
-cdef extern from "_superacc.h":
-    ctypedef struct mb_i128:
-        pass
-    int mb_acc_add1(mb_i128* acc, double v) nogil
-    void mb_acc_merge(mb_i128* into, const mb_i128* src) nogil
-    idx_t mb_acc_terms(const mb_i128* acc, double* out) nogil
-
-cdef extern from "_openmp_shim.h":
-    int mb_get_max_threads() nogil
-
 
 def stump_predict(const bin_t[::1] col, int bin, int left, bint missing_left, signed char[::1] out):
     """``out[i] = h(x_i)`` in {-1, +1}."""

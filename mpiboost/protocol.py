@@ -264,7 +264,7 @@ class Protocol:
         comm = self.comm
         window = np.array(w, dtype=np.float64)
         high = window >= cap
-        m = _projection.float_compact(window, window.shape[0], -math.inf, cap)
+        m = _projection.compact(window, window.shape[0], -math.inf, cap)
         C = int(self._allgather_ints([int(high.sum())])[:, 0].sum())
         below = np.zeros(0)  # exact partials of the mass known to stay unclipped
         theta_clip = cap
@@ -308,10 +308,10 @@ class Protocol:
             low_at = comm.allgatherv(np.concatenate([low, at])) if comm.size > 1 else np.concatenate([low, at])
             tot = table.sum(axis=0)
             if decide(theta, int(tot[1]), int(tot[2]), low_at):
-                m = _projection.float_compact(window, m, -math.inf, theta)
+                m = _projection.compact(window, m, -math.inf, theta)
                 sizes = table[:, 0]
             else:
-                m = _projection.float_compact(window, m, theta, math.inf)
+                m = _projection.compact(window, m, theta, math.inf)
                 sizes = table[:, 2]
         total_below = math.fsum(below)
         lam = (1.0 - C * cap) / total_below if total_below > 0 else 1.0

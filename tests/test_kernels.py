@@ -192,7 +192,7 @@ def test_projection_kernels():
     assert counts == ((hw < w[5]).sum(), (hw == w[5]).sum(), (hw > w[5]).sum())
     assert math.fsum(low) == math.fsum(hw[hw < w[5]]) and math.fsum(at) == math.fsum(hw[hw == w[5]])
     y = w.copy()
-    k = _projection.float_compact(y, 1000, 0.01, 0.03)
+    k = _projection.compact(y, 1000, 0.01, 0.03)
     assert y[:k].tolist() == [t for t in w if 0.01 < t < 0.03]
     z = w.copy()
     _projection.float_apply_projection(z, 0.0015, 0.0015, 1.1)

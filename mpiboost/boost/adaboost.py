@@ -24,19 +24,12 @@ class AdaBoost(StumpBoosting):
     vote = "weighted"
 
     def select(self, t: int) -> Optional[Hypothesis]:
-        choice = self.choose(t)
-        right, wrong = self.masses(choice.stump)
-        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
-        metrics = {"weak_error": err, "edge": 1.0 - 2.0 * err}
-        if choice.sample_error is not None:
-            metrics["weak_error_sample"] = choice.sample_error
-        if choice.hist_error is not None:
-            metrics["weak_error_hist"] = choice.hist_error
+        stump, err, metrics = self.choose_and_rate(t)
         if err >= 0.5:
             return None  # no weak learner edge left: stop
         e = min(max(err, ERROR_CLIP), 0.5 - ERROR_CLIP)
         alpha = 0.5 * math.log((1.0 - e) / e)
-        return Hypothesis(choice.stump, alpha, metrics)
+        return Hypothesis(stump, alpha, metrics)
 
     def apply(self, h: Hypothesis) -> dict:
         alpha = h.coef

@@ -84,6 +84,18 @@ class StumpBoosting:
         """Round t's stump for the current weights, same on every rank."""
         return self.learner.fit(self.w, self.rng(t))
 
+    def choose_and_rate(self, t: int):
+        """Round t's stump, its exact weighted error, and the round's metrics so far."""
+        choice = self.choose(t)
+        right, wrong = self.masses(choice.stump)
+        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
+        metrics = {"weak_error": err, "edge": 1.0 - 2.0 * err}
+        if choice.sample_error is not None:
+            metrics["weak_error_sample"] = choice.sample_error
+        if choice.hist_error is not None:
+            metrics["weak_error_hist"] = choice.hist_error
+        return choice.stump, err, metrics
+
     def error_masses(self, stump: Stump) -> tuple[float, float]:
         """Exact global weight of the rows ``stump`` gets right and wrong (reduce_stats)."""
         if self.data.n_local:

@@ -46,18 +46,13 @@ class SmoothBoost(StumpBoosting):
         self.cap = 1.0 / (self.epsilon * data.n_global)
 
     def select(self, t: int) -> Optional[Hypothesis]:
-        choice = self.choose(t)
-        right, wrong = self.masses(choice.stump)
-        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
-        metrics = {"weak_error": err, "edge": 1.0 - 2.0 * err}
-        if choice.sample_error is not None:
-            metrics["weak_error_sample"] = choice.sample_error
+        stump, err, metrics = self.choose_and_rate(t)
         if self.vote == "weighted":
             e = min(max(err, ERROR_CLIP), 1.0 - ERROR_CLIP)
             coef = 0.5 * math.log((1.0 - e) / e)
         else:
             coef = 1.0
-        return Hypothesis(choice.stump, coef, metrics)
+        return Hypothesis(stump, coef, metrics)
 
     def apply(self, h: Hypothesis) -> dict:
         right, wrong = self.masses(h.stump)
