@@ -7,6 +7,7 @@ integers, and a 256-entry lookup table per feature for 8-bit inputs.
 """
 from cython.parallel cimport prange
 
+from _superacc cimport threads_for
 from _typedefs cimport bin_t, idx_t, MISSING_BIN
 
 ctypedef fused search_t:
@@ -45,7 +46,7 @@ def apply_bins(const search_t[:, ::1] X,
         raise ValueError("offsets must have d + 1 entries")
     if n == 0 or d == 0:
         return
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         for j in range(d):
             v = <double> X[i, j]
             if v != v:
@@ -66,6 +67,6 @@ def apply_lut(const unsigned char[:, ::1] X, const bin_t[:, ::1] lut, bin_t[:, :
         raise ValueError("shape mismatch")
     if n == 0 or d == 0:
         return
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         for j in range(d):
             out[i, j] = lut[j, X[i, j]]

@@ -14,7 +14,7 @@ cimport numpy as cnp
 from libc.math cimport fabs, ldexp
 from cython.parallel cimport prange
 
-from _superacc cimport mb_i128, mb_acc_add, mb_acc_add_grouped, mb_acc_merge, mb_acc_terms, mb_get_max_threads
+from _superacc cimport mb_i128, mb_acc_add, mb_acc_add_grouped, mb_acc_merge, mb_acc_terms, mb_get_max_threads, threads_for
 from _typedefs cimport fixed_t, idx_t
 
 cnp.import_array()
@@ -110,7 +110,7 @@ def to_fixed(const double[::1] x, int shift, fixed_t[::1] out):
     cdef bint ok = True
     if out.shape[0] != n:
         raise ValueError("out has the wrong length")
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         v = x[i] * scale  # exact: a power-of-two scaling
         a = fabs(v)
         if a < big:

@@ -1,6 +1,7 @@
 """Stump-ensemble prediction on feature-major bins."""
 from cython.parallel cimport prange
 
+from _superacc cimport threads_for
 from _typedefs cimport bin_t, idx_t
 from _stump cimport stump_value
 
@@ -18,7 +19,7 @@ def predict_binned(const bin_t[:, ::1] XT, const int[::1] feature, const int[::1
         raise ValueError("shape mismatch")
     if n == 0:
         return
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         s = 0.0
         for t in range(T):
             f = feature[t]

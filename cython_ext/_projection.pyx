@@ -12,7 +12,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport fabs, ldexp
 
-from _superacc cimport mb_i128, mb_acc_add1, mb_acc_merge, mb_acc_terms, mb_get_max_threads
+from _superacc cimport mb_i128, mb_acc_add1, mb_acc_merge, mb_acc_terms, mb_get_max_threads, threads_for
 from _typedefs cimport fixed_t, idx_t
 
 cnp.import_array()
@@ -128,7 +128,7 @@ def apply_projection(double[::1] w, const fixed_t[::1] q, fixed_t theta, double 
     """``w[i] = cap if q[i] >= theta else min(cap, w[i] * lam)``."""
     cdef idx_t n = w.shape[0], i
     cdef double v
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         if q[i] >= theta:
             w[i] = cap
         else:
@@ -170,7 +170,7 @@ def float_apply_projection(double[::1] w, double theta, double cap, double lam):
     """``w[i] = cap if w[i] >= theta else min(cap, w[i] * lam)``."""
     cdef idx_t n = w.shape[0], i
     cdef double v
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         if w[i] >= theta:
             w[i] = cap
         else:

@@ -12,3 +12,13 @@ cdef extern from "_superacc.h":
 
 cdef extern from "_openmp_shim.h":
     int mb_get_max_threads() nogil
+
+
+cdef inline int threads_for(Py_ssize_t n) noexcept nogil:
+    """Threads for a simple pass over n rows: one below ~32k rows, where
+    starting a parallel region costs more than it saves (and stalls when the
+    machine is oversubscribed)."""
+    cdef int t = mb_get_max_threads()
+    if n < 32768:
+        return 1
+    return t if t > 1 else 1

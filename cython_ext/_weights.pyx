@@ -9,7 +9,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport ldexp
 
-from _superacc cimport mb_i128, mb_acc_add1, mb_acc_merge, mb_acc_terms, mb_get_max_threads
+from _superacc cimport mb_i128, mb_acc_add1, mb_acc_merge, mb_acc_terms, mb_get_max_threads, threads_for
 from _typedefs cimport bin_t, fixed_t, idx_t
 from _stump cimport stump_value
 
@@ -20,7 +20,7 @@ def stump_predict(const bin_t[::1] col, int bin, int left, bint missing_left, si
     cdef idx_t n = col.shape[0], i
     if out.shape[0] != n:
         raise ValueError("shape mismatch")
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         out[i] = stump_value(col[i], bin, <signed char> left, missing_left)
 
 
@@ -135,7 +135,7 @@ def fixed_signed(const double[::1] w, const signed char[::1] y, int shift, fixed
     cdef fixed_t x, total = 0
     if g.shape[0] != n or y.shape[0] != n:
         raise ValueError("shape mismatch")
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         v = w[i] * scale
         if v < big:
             v = (v + big) - big
@@ -149,7 +149,7 @@ def margin_errors(const double[::1] margin, const signed char[::1] y):
     """Rows where ``sign(margin)`` (ties -> +1) differs from ``y``."""
     cdef idx_t n = margin.shape[0], i
     cdef long long errors = 0
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         errors += (1 if margin[i] >= 0 else -1) != y[i]
     return errors
 
@@ -159,21 +159,21 @@ def add_stump(double[::1] margin, const bin_t[::1] col, int bin, int left, bint 
     cdef idx_t n = col.shape[0], i
     if margin.shape[0] != n:
         raise ValueError("shape mismatch")
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         margin[i] = margin[i] + coef * stump_value(col[i], bin, <signed char> left, missing_left)
 
 
 def scale(double[::1] w, double divisor):
     """``w[i] = w[i] / divisor`` (a division, the same rounding as a sequential normalization)."""
     cdef idx_t n = w.shape[0], i
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         w[i] = w[i] / divisor
 
 
 def signed_fixed(const fixed_t[::1] q, const signed char[::1] y, fixed_t[::1] out):
     """``out[i] = q[i] * y[i]``."""
     cdef idx_t n = q.shape[0], i
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         out[i] = q[i] * y[i]
 
 

@@ -160,7 +160,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.entity_balanced:
         params["entity_balanced"] = True
     if args.algo == "smoothboost":
-        params.update(epsilon=args.epsilon, beta=args.beta, vote=args.vote)
+        params.update(epsilon=args.epsilon, beta=args.beta, vote=args.vote, weight_store=args.weight_store)
         if args.gamma is not None:
             params["gamma"] = args.gamma
     elif args.algo == "adaboost" and args.weak_learner == "sample":
@@ -401,6 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gamma", type=float, default=None, help="SmoothBoost weight shrink (default (1/2 - beta)/2)")
     p.add_argument("--vote", choices=("majority", "weighted"), default="majority",
                    help="SmoothBoost vote: unweighted majority (paper, default) or alpha-weighted")
+    p.add_argument("--weight-store", choices=("cells", "rows"), default="cells",
+                   help="SmoothBoost weights: one value per cell of rows with the same history (fast, default) "
+                   "or one per row; both give the same model")
     p.add_argument("--samples", type=int, default=0, metavar="N", help="sample mode: rows per round (default from d and beta)")
     p.add_argument("--sample-factor", type=float, default=1.0,
                    help="sample mode: N = factor * (d / beta^2) ln(1/beta) (default 1)")

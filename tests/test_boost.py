@@ -38,6 +38,11 @@ def _naive_best(X, y, w, n_bins):
     return ref.best_stump(np.round(hist * 2.0**60).astype(np.int64), n_bins)[:4]
 
 
+def _weights(algo):
+    cells = getattr(algo, "cells", None)
+    return cells.row_weights() if cells is not None else algo.w.copy()
+
+
 def _run(cls, params, X, y, rounds, seed=0):
     algo = cls(params)
     algo.setup(_shard(X, y), Protocol(Comm(_mpi().COMM_SELF)), seed)
@@ -47,7 +52,7 @@ def _run(cls, params, X, y, rounds, seed=0):
         if h is None:
             break
         algo.apply(h)
-        history.append((h, algo.w.copy()))
+        history.append((h, _weights(algo)))
     return algo, history
 
 
@@ -70,11 +75,13 @@ def test_adaboost_histogram_matches_naive(seed):
         np.testing.assert_allclose(w_after, w, rtol=1e-12)
 
 
+@pytest.mark.parametrize("store", ["rows", "cells"])
 @pytest.mark.parametrize("eps", [0.1, 0.5])
-def test_smoothboost_matches_naive_and_stays_smooth(eps):
+def test_smoothboost_matches_naive_and_stays_smooth(eps, store):
     X, y = _data(7, n=600, noise=0.3)
     gamma = 0.15
-    algo, hist = _run(SmoothBoost, {"weak_learner": "histogram", "epsilon": eps, "gamma": gamma}, X, y, 25)
+    params = {"weak_learner": "histogram", "epsilon": eps, "gamma": gamma, "weight_store": store}
+    algo, hist = _run(SmoothBoost, params, X, y, 25)
     n = len(y)
     cap = 1.0 / (eps * n)
     w = np.full(n, 1.0 / n)
@@ -115,3 +122,17 @@ def test_adaboost_stops_without_edge():
     y = np.array([1, -1] * 50, dtype=np.int8)
     algo, hist = _run(AdaBoost, {"weak_learner": "histogram"}, X, y, 10)
     assert hist == []  # the constant hypothesis has error 1/2: stop at once
+
+
+@pytest.mark.parametrize("weak", ["sample", "histogram"])
+def test_cell_store_gives_the_row_store_model(weak):
+    """Per-cell weights do the same arithmetic as per-row weights: the same model."""
+    X, y = _data(11, n=3000, noise=0.1)
+    models = {}
+    for store, extra in (("rows", {}), ("cells", {}), ("cells", {"max_cells": 8})):
+        params = {"weak_learner": weak, "n_samples": 400, "weight_store": store, **extra}
+        algo, hist = _run(SmoothBoost, params, X, y, 40)
+        models[(store, bool(extra))] = (algo.model.feature.tolist(), algo.model.bin.tolist(), algo.model.left.tolist())
+        if extra:
+            assert algo.cells is None  # switched to per-row weights when the cells grew past 8
+    assert models[("rows", False)] == models[("cells", False)] == models[("cells", True)]

@@ -98,6 +98,12 @@ class StumpLearner:
         self._g = np.empty(cols.shape[1], dtype=np.int64)
         self._hist = np.zeros((cols.shape[0], 256), dtype=np.int64)
 
+    @property
+    def units(self) -> np.ndarray:
+        """This rank's fixed-point input of the next :meth:`fit_units`: inclusive
+        prefix sums of the units (sample mode) or signed units ``q * y`` (histogram)."""
+        return self._g
+
     def fit(self, w: np.ndarray, rng: np.random.Generator) -> Choice:
         """The best stump for the row weights ``w`` (normalized); same on every rank.
 
@@ -105,9 +111,16 @@ class StumpLearner:
         so the same on every partition): prefix sums for sampling, signed
         units for histograms.
         """
+        if self.mode == "sample":
+            total = _weights.fixed_cumsum(w, FIXED_SHIFT, self._g)
+        else:
+            total = _weights.fixed_signed(w, self.y, FIXED_SHIFT, self._g)
+        return self.fit_units(total, rng)
+
+    def fit_units(self, local_total: int, rng: np.random.Generator) -> Choice:
+        """Like :meth:`fit`, with :attr:`units` already filled by the caller (total of this rank's units)."""
         packed = None
         if self.mode == "sample":
-            _weights.fixed_cumsum(w, FIXED_SHIFT, self._g)
             sample = self.proto.proportional_sample(self._g, self.cols, self.y, self.n_samples, rng, start=self.start)
             if self.proto.is_center:
                 hist = np.zeros((self.cols.shape[0], 256), dtype=np.int64)
@@ -115,9 +128,8 @@ class StumpLearner:
                 f, b, left, ml, edge = _histogram.best_stump(hist, self.n_bins)
                 packed = [f, b, left, ml, (self.n_samples - edge) / (2.0 * self.n_samples)]
         else:
-            local = _weights.fixed_signed(w, self.y, FIXED_SHIFT, self._g)
             _histogram.build_histogram(self.cols, self._g, self._hist)
-            (total,), _ = self.proto.weight_sums(np.array([local]))
+            (total,), _ = self.proto.weight_sums(np.array([local_total]))
             hist = self.proto.reduce_histograms(self._hist)
             if self.proto.is_center:
                 f, b, left, ml, edge = _histogram.best_stump(hist, self.n_bins)
