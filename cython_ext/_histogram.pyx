@@ -24,7 +24,8 @@ cdef enum:
     BLOCK = 2048  # rows per block: their weights stay in L1 while every feature is scanned
 
 
-cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* g, idx_t lo, idx_t hi, fixed_t* sub) noexcept nogil:
+cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* g, const unsigned char* binary,
+                      idx_t lo, idx_t hi, fixed_t* sub) noexcept nogil:
     """Add rows [lo, hi) into sub (d x 4 x 256)."""
     cdef idx_t d = XT.shape[0], j, i, b0, b1
     cdef const bin_t* col
@@ -32,12 +33,24 @@ cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* g, idx_t lo, idx_t 
     cdef fixed_t* h1
     cdef fixed_t* h2
     cdef fixed_t* h3
+    cdef fixed_t block_total, ones
     b0 = lo
     while b0 < hi:
         b1 = min(hi, b0 + BLOCK)
+        block_total = 0
+        for i in range(b0, b1):
+            block_total += g[i]
         for j in range(d):
             col = &XT[j, 0]
             h0 = sub + j * 1024
+            if binary[j]:
+                # Only bins 0 and 1: one masked sum, which the compiler vectorizes.
+                ones = 0
+                for i in range(b0, b1):
+                    ones += g[i] & (-<fixed_t> col[i])
+                h0[1] += ones
+                h0[0] += block_total - ones
+                continue
             h1 = h0 + 256
             h2 = h0 + 512
             h3 = h0 + 768
@@ -54,18 +67,41 @@ cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* g, idx_t lo, idx_t 
         b0 = b1
 
 
-def build_histogram(const bin_t[:, ::1] XT, const fixed_t[::1] g, fixed_t[:, ::1] hist):
-    """``hist[j, b] = sum of g[i] over rows i with XT[j, i] == b``; XT is (d, n), hist (d, 256)."""
+def binary_columns(const bin_t[:, ::1] XT):
+    """1 for the columns that only hold bins 0 and 1 (no missing values): their
+    histogram is a masked sum."""
+    cdef idx_t d = XT.shape[0], n = XT.shape[1], j, i
+    out = np.ones(d, dtype=np.uint8)
+    cdef unsigned char[::1] o = out
+    with nogil:
+        for j in range(d):
+            for i in range(n):
+                if XT[j, i] > 1:
+                    o[j] = 0
+                    break
+    return out
+
+
+def build_histogram(const bin_t[:, ::1] XT, const fixed_t[::1] g, fixed_t[:, ::1] hist, binary=None):
+    """``hist[j, b] = sum of g[i] over rows i with XT[j, i] == b``; XT is (d, n), hist (d, 256).
+
+    ``binary`` (from :func:`binary_columns`) lets 0/1 columns use a masked sum;
+    the result is the same either way.
+    """
     cdef idx_t d = XT.shape[0], n = XT.shape[1]
     cdef idx_t t, nt, k, j, b
     if g.shape[0] != n or hist.shape[0] != d or hist.shape[1] != 256:
         raise ValueError("shape mismatch")
+    flags = np.zeros(max(d, 1), dtype=np.uint8) if binary is None else np.ascontiguousarray(binary, dtype=np.uint8)
+    if flags.shape[0] < d:
+        raise ValueError("binary flags: one per feature")
+    cdef const unsigned char[::1] bf = flags
     nt = max(1, min(mb_get_max_threads(), n // 16384))
     local = np.zeros((nt, d * 1024), dtype=np.int64)
     cdef fixed_t[:, ::1] L = local
     if n and d:
         for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-            _block_hist(XT, &g[0], t * n // nt, (t + 1) * n // nt, &L[t, 0])
+            _block_hist(XT, &g[0], &bf[0], t * n // nt, (t + 1) * n // nt, &L[t, 0])
     for j in range(d):
         for b in range(256):
             hist[j, b] = 0

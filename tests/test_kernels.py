@@ -23,6 +23,14 @@ def test_histogram_matches_naive(n, d):
     hist = np.empty((d, 256), dtype=np.int64)
     _histogram.build_histogram(XT, g, hist)
     np.testing.assert_array_equal(hist, ref.histogram(X, g))
+    # 0/1 columns through the masked-sum path give the same histogram
+    B = (X > 2).astype(np.uint8)
+    B[:, 0] = X[:, 0]  # one column that is not binary
+    BT = np.ascontiguousarray(B.T)
+    flags = _histogram.binary_columns(BT)
+    assert flags.tolist() == [int(B[:, j].max(initial=0) <= 1) for j in range(d)]
+    _histogram.build_histogram(BT, g, hist, flags)
+    np.testing.assert_array_equal(hist, ref.histogram(B, g))
     rows = np.sort(rng.choice(max(n, 1), size=min(n, 10), replace=False)).astype(np.intp) if n else np.zeros(0, np.intp)
     _histogram.build_histogram_rows(XT, g, rows, hist)
     np.testing.assert_array_equal(hist, ref.histogram(X[rows], g[rows]))

@@ -97,6 +97,7 @@ class StumpLearner:
         self.start = start
         self._g = np.empty(cols.shape[1], dtype=np.int64)
         self._hist = np.zeros((cols.shape[0], 256), dtype=np.int64)
+        self._binary = _histogram.binary_columns(cols) if mode == "histogram" else None
 
     @property
     def units(self) -> np.ndarray:
@@ -128,7 +129,7 @@ class StumpLearner:
                 f, b, left, ml, edge = _histogram.best_stump(hist, self.n_bins)
                 packed = [f, b, left, ml, (self.n_samples - edge) / (2.0 * self.n_samples)]
         else:
-            _histogram.build_histogram(self.cols, self._g, self._hist)
+            _histogram.build_histogram(self.cols, self._g, self._hist, self._binary)
             (total,), _ = self.proto.weight_sums(np.array([local_total]))
             hist = self.proto.reduce_histograms(self._hist)
             if self.proto.is_center:
