@@ -214,13 +214,21 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _truncate(model, rounds: int):
+    if not rounds:
+        return model
+    if rounds < 0 or rounds > model.n_stumps:
+        raise InputError(f"--rounds {rounds}: the model has {model.n_stumps} stumps")
+    return model.truncated(rounds)
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from .evaluate import predict, write_predictions
     from .model import Model
 
     comm = _comm(args)
     with comm.collective_guard():
-        model = Model.load(args.model)
+        model = _truncate(Model.load(args.model), args.rounds)
     values = predict(comm, model, args.data, scores=args.scores, dedicated_coordinator=args.dedicated_coordinator)
     if comm.is_center:
         write_predictions(args.out, values, "score" if args.scores else "prediction")
@@ -233,7 +241,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     comm = _comm(args)
     with comm.collective_guard():
-        model = Model.load(args.model)
+        model = _truncate(Model.load(args.model), args.rounds)
     report = evaluate(comm, model, args.data, dedicated_coordinator=args.dedicated_coordinator)
     if comm.is_center:
         print(json.dumps(report, sort_keys=True))
@@ -426,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
     p.add_argument("--out", required=True, metavar="P.npy|P.csv", help="output (.npy, or .csv with one column)")
     p.add_argument("--scores", action="store_true", help="write the ensemble score instead of the label")
+    p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T stumps (default: all)")
     p.add_argument("--dedicated-coordinator", action="store_true")
     p.set_defaults(func=cmd_predict)
 
@@ -436,6 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", required=True, metavar="M.h5")
     p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
+    p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T stumps (default: all)")
     p.add_argument("--dedicated-coordinator", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 

@@ -102,6 +102,11 @@ def test_predict_and_evaluate(ls_data, tmp_path):
         y = f["y"][()]
     assert labels.shape == (3000,) and np.array_equal(labels, csv)
     assert abs(np.mean(labels != y) - report["error"]) < 1e-12
+    # the first stumps only
+    proc = run_cli(["evaluate", "--model", str(model), "--data", str(test), "--rounds", "1"])
+    first = json.loads(proc.stdout)
+    assert proc.returncode == 0 and first["error"] != report["error"]
+    assert run_cli(["evaluate", "--model", str(model), "--data", str(test), "--rounds", "999"]).returncode == 2
     # two files = two domains: per-domain, uniform and agnostic errors
     proc = run_cli(["evaluate", "--model", str(model), "--data", str(test), str(train)])
     report = json.loads(proc.stdout)

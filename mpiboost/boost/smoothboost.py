@@ -59,9 +59,10 @@ class SmoothBoost(StumpBoosting):
         if store == "cells" and not self.params.get("entity_balanced"):
             self.cells = CellWeights(data.n_local, data.n_global, proto, 1.0 / data.n_global)
             self.w = None  # the cells hold the weights
-            # Beyond this many cells the per-round count reduction costs more
-            # than per-row weights do.
-            self.max_cells = int(self.params.get("max_cells", max(4096, min(1 << 18, data.n_global // 4))))
+            # Cells pay off while they are far fewer than rows: beyond that the
+            # per-round count reduction and table work cost more than per-row
+            # weights do.
+            self.max_cells = int(self.params.get("max_cells", max(1024, min(1 << 16, data.n_global // 64))))
 
     # ---------------------------------------------------------------- cells
     def choose(self, t: int):
