@@ -182,17 +182,25 @@ def rows_for_points(const fixed_t[::1] cumq, const fixed_t[::1] points, fixed_t 
 
     Point ``p`` (global, in ``[offset, offset + cumq[-1])``) selects the first
     row ``i`` with ``cumq[i] > p - offset``: row i is drawn with probability
-    proportional to its weight. One merge walk, O(n + N).
+    proportional to its weight. A binary search per point, O(N log n): the
+    sample is small and the rows are many.
     """
-    cdef idx_t n = cumq.shape[0], m = points.shape[0], k, i = 0
+    cdef idx_t n = cumq.shape[0], m = points.shape[0], k, lo, hi, mid, start = 0
     cdef fixed_t p
     if rows.shape[0] != m:
         raise ValueError("shape mismatch")
     with nogil:
         for k in range(m):
             p = points[k] - offset
-            while i < n and cumq[i] <= p:
-                i += 1
-            rows[k] = i
+            lo = start  # points are sorted: search right of the previous row
+            hi = n
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cumq[mid] <= p:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            rows[k] = lo
+            start = lo
     if m and rows[m - 1] >= n:
         raise ValueError("sample point beyond this rank's weight")
