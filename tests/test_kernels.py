@@ -205,3 +205,53 @@ def test_projection_kernels():
     z = w.copy()
     _projection.float_apply_projection(z, 0.0015, 0.0015, 1.1)
     np.testing.assert_array_equal(z, np.where(w >= 0.0015, 0.0015, np.minimum(0.0015, w * 1.1)))
+
+
+def test_cell_kernels_match_naive():
+    from mpiboost._ext import _cells
+
+    rng = np.random.default_rng(12)
+    n, n_cells = 5000, 7
+    cell = rng.integers(0, n_cells, n).astype(np.int32)
+    units = rng.integers(0, 2**40, n_cells).astype(np.int64)
+    y = np.where(rng.random(n) < 0.5, 1, -1).astype(np.int8)
+    col = _binned(rng, n, 1)[:, 0].copy()
+    cum = np.empty(n, dtype=np.int64)
+    assert _cells.cell_cumsum(cell, units, cum) == int(units[cell].sum())
+    np.testing.assert_array_equal(cum, np.cumsum(units[cell]))
+    g = np.empty(n, dtype=np.int64)
+    assert _cells.cell_signed(cell, units, y, g) == int(units[cell].sum())
+    np.testing.assert_array_equal(g, units[cell] * y)
+    stump = (0, 3, -1, True)
+    args = _kernel_args(stump)
+    h = np.array([ref.stump_value([col[i]], *stump) for i in range(n)])
+    counts = _cells.count_outcomes(cell, col, y, *args, n_cells)
+    for c in range(n_cells):
+        assert counts[c].tolist() == [int(((cell == c) & (h == y)).sum()), int(((cell == c) & (h != y)).sum())]
+    table = rng.integers(0, 5, (n_cells, 2)).astype(np.int32)
+    margin = rng.standard_normal(n)
+    moved, m0 = cell.copy(), margin.copy()
+    errors = _cells.move_rows(moved, margin, col, y, *args, table, 0.5)
+    np.testing.assert_array_equal(moved, table[cell, (h != y).astype(int)])
+    np.testing.assert_array_equal(margin, m0 + 0.5 * h)
+    assert errors == int((np.where(margin >= 0, 1, -1) != y).sum())
+
+
+def test_cell_projection_and_exact_dot():
+    from mpiboost.boost.cells import exact_dot, project
+
+    rng = np.random.default_rng(13)
+    for trial in range(50):
+        k = int(rng.integers(1, 30))
+        counts = rng.integers(0, 50, k).astype(np.int64)
+        counts[0] = max(counts[0], 1)
+        values = rng.random(k) ** 4
+        values /= exact_dot(counts, values)
+        n = int(counts.sum())
+        assert exact_dot(counts, values) == math.fsum(np.repeat(values, counts))
+        cap = 1.0 / (rng.choice([0.05, 0.2, 0.5, 1.0]) * n)
+        got, clipped, lam = project(values, counts, cap)
+        rows = np.repeat(values, counts)
+        expected = ref.projection(rows, cap)
+        np.testing.assert_allclose(np.repeat(got, counts), expected, rtol=1e-12)
+        assert np.repeat(got, counts).max() <= cap
