@@ -1,12 +1,11 @@
 """Prediction and evaluation of a model on data spread over the ranks."""
 from __future__ import annotations
 
-import os
-import tempfile
 from typing import Optional, Sequence
 
 import numpy as np
 
+from .atomic import atomic_path
 from .data.load import load
 from .model import Model
 
@@ -71,18 +70,10 @@ def predict(
 
 def write_predictions(path: str, values: np.ndarray, header: str) -> None:
     """Write ``.npy`` or ``.csv`` (one column), atomically."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         if path.endswith(".npy"):
             with open(tmp, "wb") as f:
                 np.save(f, values)
         else:
             fmt = "%d" if values.dtype.kind in "iu" else "%.17g"
             np.savetxt(tmp, values, fmt=fmt, header=header, comments="")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

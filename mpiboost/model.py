@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 
 from . import __version__
+from .atomic import atomic_path
 from .data.binning import BinMapper
 from .errors import InputError
 
@@ -123,11 +123,7 @@ class Model:
         """Write the model as HDF5, atomically (temporary file, then rename)."""
         import h5py
 
-        path = os.fspath(path)
-        directory = os.path.dirname(path) or "."
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
-        os.close(fd)
-        try:
+        with atomic_path(path) as tmp:
             with h5py.File(tmp, "w") as f:
                 f.attrs["header"] = json.dumps(_plain(self._header()), sort_keys=True)
                 g = f.create_group("ensemble")
@@ -138,11 +134,6 @@ class Model:
                 b = f.create_group("bins")
                 b.create_dataset("edges", data=flat)
                 b.create_dataset("offsets", data=offsets)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":

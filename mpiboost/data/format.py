@@ -18,13 +18,13 @@ loader (generators keep ground truth under ``synth/``).
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 import numpy as np
 
+from ..atomic import discard, temporary_beside
 from ..errors import InputError
 
 FORMAT_VERSION = 1
@@ -166,8 +166,7 @@ class DatasetWriter:
         parent = self.path.parent if str(self.path.parent) else Path(".")
         if not parent.is_dir():
             raise InputError(f"{self.path}: directory {parent} does not exist")
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=parent)
-        os.close(fd)
+        tmp = temporary_beside(self.path)
         self._tmp = tmp
         self._f = h5py.File(tmp, "w")
         rows = _chunk_rows(self.d, self.x_dtype.itemsize)
@@ -230,8 +229,7 @@ class DatasetWriter:
         if self._f is not None:
             self._f.close()
             self._f = None
-        if os.path.exists(self._tmp):
-            os.unlink(self._tmp)
+        discard(self._tmp)
 
     def __enter__(self) -> "DatasetWriter":
         return self
