@@ -165,6 +165,10 @@ def cmd_train(args: argparse.Namespace) -> int:
             params["gamma"] = args.gamma
     elif args.algo == "adaboost" and args.weak_learner == "sample":
         params["beta"] = args.beta
+    elif args.algo == "multiboost":
+        params.update(step=args.step, active_tol=args.active_tol, q_l2=args.q_l2, temperature=args.temperature)
+        if args.step == "sqrt":
+            params["step_c"] = args.step_c
     if args.weak_learner == "sample":
         if args.samples:
             params["n_samples"] = args.samples
@@ -203,7 +207,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"mpiboost: {s['algorithm']} {s['rounds']} rounds on {s['n']:,} rows x {s['d']} features, "
             f"{s['ranks']} rank(s) x {s['threads']} thread(s): {sec['total']:.2f} s "
             f"(load {sec['load']:.2f}, rounds {sec['rounds']:.2f}, communication {sec['communication']:.2f}); "
-            f"train error {s['train_error']:.4f}"
+            f"train error {s['train_error'] if s['train_error'] is not None else float('nan'):.4f}"
         )
         if s.get("valid_error") is not None:
             line += f", valid error {s['valid_error']:.4f}"
@@ -412,6 +416,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weight-store", choices=("cells", "rows"), default="cells",
                    help="SmoothBoost weights: one value per cell of rows with the same history (fast, default) "
                    "or one per row; both give the same model")
+    p.add_argument("--step", choices=("line-search", "lemma1", "closed-form", "sqrt"), default="line-search",
+                   help="MultiBoost step size: exact line search on max_k F_k (default), the Lemma-1 bound, "
+                   "AdaBoost's closed form, or C/sqrt(t)")
+    p.add_argument("--step-c", type=float, default=1.0, help="MultiBoost: C of --step sqrt (default 1)")
+    p.add_argument("--temperature", type=float, default=0.1,
+                   help="MultiBoost: soft-max temperature relative to the loss (default 0.1); 0 = the exact max "
+                   "of the paper, which stops when coordinate descent is stuck")
+    p.add_argument("--active-tol", type=float, default=1e-3,
+                   help="MultiBoost: domains whose soft-max weight is at least this fraction of the largest "
+                   "propose stumps (default 1e-3)")
+    p.add_argument("--q-l2", type=float, default=1.0, help="MultiBoost: L2 penalty of the domain classifier (default 1)")
     p.add_argument("--samples", type=int, default=0, metavar="N", help="sample mode: rows per round (default from d and beta)")
     p.add_argument("--sample-factor", type=float, default=1.0,
                    help="sample mode: N = factor * (d / beta^2) ln(1/beta) (default 1)")

@@ -23,8 +23,8 @@ def auc(scores: np.ndarray, y: np.ndarray) -> Optional[float]:
 
 
 def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool):
-    shard = load(comm, paths, task=task, bins=model.bins, dedicated_coordinator=dedicated)
-    return shard, model.decision_function(shard.cols)
+    shard = load(comm, paths, task=task, bins=model.bins, dedicated_coordinator=dedicated, keep_raw=model.needs_raw)
+    return shard, model.decision_function(shard.cols, shard.X)
 
 
 def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator: bool = False) -> Optional[dict]:

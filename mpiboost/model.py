@@ -40,6 +40,14 @@ class Model:
     vote: str = "weighted"
     feature_names: Optional[list] = None
     info: dict = field(default_factory=dict)  # training facts (rows, labels, stopping reason)
+    domain: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: plain vote
+    domain_classifier: Any = None  # Q(k|x) of a Q-ensemble (MultiBoost)
+    domain_names: Optional[list] = None
+
+    @property
+    def needs_raw(self) -> bool:
+        """True if prediction needs the raw features (a Q-ensemble)."""
+        return self.domain_classifier is not None
 
     # ------------------------------------------------------------ building
     @property
@@ -50,7 +58,8 @@ class Model:
     def n_features(self) -> int:
         return self.bins.n_features
 
-    def append(self, stump, coef: float) -> None:
+    def append(self, stump, coef: float, domain: Optional[int] = None) -> None:
+        self.domain = np.append(self.domain, np.int32(-1 if domain is None else domain)).astype(np.int32)
         self.feature = np.append(self.feature, np.int32(stump.feature)).astype(np.int32)
         self.bin = np.append(self.bin, np.int32(stump.bin)).astype(np.int32)
         self.left = np.append(self.left, np.int8(stump.left)).astype(np.int8)
@@ -68,7 +77,7 @@ class Model:
     def truncated(self, rounds: int) -> "Model":
         """The model of the first ``rounds`` stumps."""
         m = Model(**{**self.__dict__})
-        for name in ("feature", "bin", "left", "missing_left", "coef"):
+        for name in ("feature", "bin", "left", "missing_left", "coef", "domain"):
             setattr(m, name, getattr(self, name)[:rounds].copy())
         return m
 
@@ -79,32 +88,42 @@ class Model:
         )
 
     # ---------------------------------------------------------- prediction
-    def decision_function(self, cols: np.ndarray) -> np.ndarray:
-        """``sum_t coef_t h_t(x)`` for feature-major bins ``cols`` (d, n) uint8."""
+    def decision_function(self, cols: np.ndarray, X: Optional[np.ndarray] = None) -> np.ndarray:
+        """``sum_t coef_t h_t(x)`` for feature-major bins ``cols`` (d, n) uint8.
+
+        A Q-ensemble weighs stump t by ``Q(domain_t|x)`` and needs the raw
+        rows ``X`` (n, d) for the domain classifier.
+        """
         from ._ext import _predict
 
+        cols = np.ascontiguousarray(cols, dtype=np.uint8)
         out = np.empty(cols.shape[1], dtype=np.float64)
-        _predict.predict_binned(
-            np.ascontiguousarray(cols, dtype=np.uint8),
+        args = (
             np.ascontiguousarray(self.feature, dtype=np.int32),
             np.ascontiguousarray(self.bin, dtype=np.int32),
             np.ascontiguousarray(self.left, dtype=np.int8),
             np.ascontiguousarray(self.missing_left, dtype=np.uint8),
             np.ascontiguousarray(self.coef, dtype=np.float64),
-            out,
         )
+        if self.domain_classifier is None:
+            _predict.predict_binned(cols, *args, out)
+            return out
+        if X is None:
+            raise ValueError("this model weighs its stumps by Q(k|x): pass the raw features")
+        Q = np.ascontiguousarray(self.domain_classifier.proba(X))
+        _predict.predict_binned_q(cols, *args, np.ascontiguousarray(self.domain, dtype=np.int32), Q, out)
         return out
 
-    def predict(self, cols: np.ndarray) -> np.ndarray:
+    def predict(self, cols: np.ndarray, X: Optional[np.ndarray] = None) -> np.ndarray:
         """Labels in {-1, +1} for feature-major bins (a zero score gives +1)."""
-        return np.where(self.decision_function(cols) >= 0, 1, -1).astype(np.int8)
+        return np.where(self.decision_function(cols, X) >= 0, 1, -1).astype(np.int8)
 
     def predict_raw(self, X: np.ndarray) -> np.ndarray:
         """Labels for raw ``(n, d)`` feature values (binned with the model's edges)."""
         X = np.asarray(X)
         cols = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
         self.bins.transform(X, out=cols.T)
-        return self.predict(cols)
+        return self.predict(cols, X if self.needs_raw else None)
 
     # -------------------------------------------------------------- files
     def _header(self) -> dict:
@@ -117,6 +136,8 @@ class Model:
             "n_features": self.n_features,
             "feature_names": self.feature_names,
             "info": self.info,
+            "domain_names": self.domain_names,
+            "domain_classifier": None if self.domain_classifier is None else self.domain_classifier.to_dict(),
         }
 
     def save(self, path: str | os.PathLike) -> None:
@@ -127,7 +148,7 @@ class Model:
             with h5py.File(tmp, "w") as f:
                 f.attrs["header"] = json.dumps(_plain(self._header()), sort_keys=True)
                 g = f.create_group("ensemble")
-                for name in ("feature", "bin", "left", "missing_left", "coef"):
+                for name in ("feature", "bin", "left", "missing_left", "coef", "domain"):
                     g.create_dataset(name, data=getattr(self, name))
                 g.create_dataset("threshold", data=self.thresholds())
                 flat, offsets = self.bins.flat()
@@ -154,6 +175,11 @@ class Model:
                 raise InputError(f"{path}: model format {h.get('format')} is not supported (expected {MODEL_FORMAT})")
             g = f["ensemble"]
             bins = BinMapper.from_flat(f["bins/edges"][()], f["bins/offsets"][()])
+            clf = None
+            if h.get("domain_classifier"):
+                from .domain_classifier import DomainClassifier
+
+                clf = DomainClassifier.from_dict(h["domain_classifier"])
             return cls(
                 algorithm=h["algorithm"],
                 params=h["params"],
@@ -166,6 +192,9 @@ class Model:
                 vote=h["vote"],
                 feature_names=h.get("feature_names"),
                 info=h.get("info", {}),
+                domain=g["domain"][()].astype(np.int32) if "domain" in g else np.full(len(g["coef"]), -1, np.int32),
+                domain_classifier=clf,
+                domain_names=h.get("domain_names"),
             )
 
     def to_json(self) -> str:
@@ -180,9 +209,10 @@ class Model:
                 "right": int(-lv),
                 "missing_left": bool(ml),
                 "coef": float(c),
+                "domain": int(k) if k >= 0 else None,
             }
-            for f, b, th, lv, ml, c in zip(
-                self.feature, self.bin, self.thresholds(), self.left, self.missing_left, self.coef
+            for f, b, th, lv, ml, c, k in zip(
+                self.feature, self.bin, self.thresholds(), self.left, self.missing_left, self.coef, self.domain
             )
         ]
         doc["bin_edges"] = [e.tolist() for e in self.bins.edges]

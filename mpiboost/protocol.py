@@ -173,6 +173,14 @@ class Protocol:
         with self.comm.primitive("reduce_stats"):
             return self.comm.allreduce_max(float(value))
 
+    # ---------------------------------------------------- domain classifier
+    def fit_domain_classifier(self, X: np.ndarray, domain: np.ndarray, n_domains: int, l2: float = 1.0):
+        """Fit Q(k|x) on every rank's raw rows (exact fixed-point gradients, L-BFGS at the center)."""
+        from . import domain_classifier
+
+        with self.comm.primitive("domain_classifier"):
+            return domain_classifier.fit(self.comm, X, domain, n_domains, l2=l2)
+
     # -------------------------------------------------------- smooth_projection
     def smooth_projection(self, w: np.ndarray, cap: float, wmax: Optional[float] = None) -> ProjectionInfo:
         """KL projection of the normalized weights ``w`` onto ``{D : max D <= cap}``, in place.

@@ -92,10 +92,13 @@ def train(
     clock = time.perf_counter
     t_start = clock()
 
-    shard = load(comm, data, task="binary", dedicated_coordinator=dedicated_coordinator, seed=seed)
+    raw = bool(getattr(cls, "needs_raw", False))
+    shard = load(comm, data, task="binary", dedicated_coordinator=dedicated_coordinator, seed=seed, keep_raw=raw)
     vshard = None
     if valid:
-        vshard = load(comm, valid, task="binary", dedicated_coordinator=dedicated_coordinator, bins=shard.bins)
+        vshard = load(
+            comm, valid, task="binary", dedicated_coordinator=dedicated_coordinator, bins=shard.bins, keep_raw=raw
+        )
     t_loaded = clock()
 
     proto = Protocol(comm)
@@ -107,13 +110,21 @@ def train(
         algo = cls(params)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    algo.setup(shard, proto, seed)
+    try:
+        algo.setup(shard, proto, seed)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     vmargin = np.zeros(vshard.n_local) if vshard is not None else None
+    vQ = None
+    if vshard is not None and raw and vshard.n_local:
+        vQ = algo.model.domain_classifier.proba(vshard.X)
 
     def add_valid(h: Hypothesis) -> Optional[float]:
         if vshard is None:
             return None
-        if vshard.n_local:
+        if vshard.n_local and h.domain is not None:
+            vmargin[:] += h.coef * vQ[:, h.domain] * h.stump.predict(vshard.cols)
+        elif vshard.n_local:
             _weights.add_stump(vmargin, h.stump.column(vshard.cols), *h.stump.args(), h.coef)
         wrong = _weights.margin_errors(vmargin, vshard.y)
         return proto.reduce_counts(np.array([wrong]))[0] / vshard.n_global
@@ -121,9 +132,11 @@ def train(
     done = 0
     if resume is not None:
         _check_resume(resume, algorithm, algo.params)
-        for stump, coef in resume.truncated(min(rounds, resume.n_stumps)).stumps():
-            algo.apply(Hypothesis(stump, coef))
-            add_valid(Hypothesis(stump, coef))
+        part = resume.truncated(min(rounds, resume.n_stumps))
+        for (stump, coef), k in zip(part.stumps(), part.domain):
+            h = Hypothesis(stump, coef, domain=None if k < 0 else int(k))
+            algo.apply(h)
+            add_valid(h)
             done += 1
         comm.bytes.take_round()
 
@@ -156,6 +169,8 @@ def train(
         if verr is not None:
             metrics["valid_error"] = verr
         metrics["coef"] = h.coef
+        if h.domain is not None:
+            metrics["stump_domain"] = h.domain
         metrics["stump"] = {
             "feature": h.stump.feature,
             "bin": h.stump.bin,

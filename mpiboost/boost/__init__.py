@@ -1,8 +1,9 @@
 """Boosting algorithms, one module each, all with the shape of :mod:`.base`."""
 from .adaboost import AdaBoost
+from .multiboost import MultiBoost
 from .smoothboost import SmoothBoost
 
-ALGORITHMS = {cls.name: cls for cls in (SmoothBoost, AdaBoost)}
+ALGORITHMS = {cls.name: cls for cls in (SmoothBoost, AdaBoost, MultiBoost)}
 
 
 def get(name: str):

@@ -30,8 +30,9 @@ class Hypothesis:
     """A round's stump, its vote coefficient, and what was learnt about it."""
 
     stump: Stump
-    coef: float  # vote coefficient; apply() derives its update from (stump, coef) alone
+    coef: float  # vote coefficient; apply() derives its update from (stump, coef, domain) alone
     metrics: dict = field(default_factory=dict)
+    domain: Optional[int] = None  # Q-ensembles: the stump votes with weight Q(domain|x)
 
 
 class StumpBoosting:

@@ -274,6 +274,7 @@ def load(
     max_bins: int = MAX_VALUE_BINS,
     sample_size: int = DEFAULT_SAMPLE,
     seed: int = 0,
+    keep_raw: bool = False,
 ) -> Shard:
     """Collective: load and bin this rank's block of the rows of ``paths``.
 
@@ -297,6 +298,9 @@ def load(
         ``None`` computes them from a global row sample.
     max_bins, sample_size, seed
         Binning parameters (edges are identical for any number of ranks).
+    keep_raw
+        Also keep the raw values as float64 in ``Shard.X`` (for models that
+        need them, e.g. MultiBoost's domain classifier).
 
     Returns
     -------
@@ -335,6 +339,7 @@ def load(
             raise InputError(f"the model expects {bins.n_features} features but {files[0].path} has {d}")
         checked = False
     cols = np.empty((d, stop - start), dtype=np.uint8)
+    raw = np.empty((stop - start, d), dtype=np.float64) if keep_raw else None
     t_bin = 0.0
     with comm.collective_guard():
         for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
@@ -344,7 +349,9 @@ def load(
             t1 = clock()
             bins.transform(X, out=cols[:, g - start : g - start + X.shape[0]].T)
             t_bin += clock() - t1
-    shard = _shard(comm, files, layout, cols, y, domain, start, mode, bins, task)
+            if raw is not None:
+                raw[g - start : g - start + X.shape[0]] = X
+    shard = _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=raw)
     total = clock() - t0
     shard.timings = {"read": total - t_edges - t_bin, "bin_edges": t_edges, "bin": t_bin, "load": total}
     return shard

@@ -9,6 +9,7 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
+from ...atomic import atomic_path
 from ...errors import InputError
 
 CHUNK_ROWS = 1 << 16
@@ -20,6 +21,10 @@ CHUNK_BYTES = 64 << 20
 # the rows are.
 BATCH_TOKENS = 1 << 18
 INDEX_MAX = 2**31 - 1
+# DatasetWriter stores feature_names as an HDF5 attribute in the default (oldest)
+# file format, where one attribute must fit in 64 KiB: 16 bytes a name, so
+# about 4,090 names at most. Wider files are written without feature_names.
+FEATURE_NAMES_MAX = 4000
 _LABEL_CACHE_MAX = 10_000
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -45,6 +50,9 @@ class ConvertResult:
         Distinct domain ids, or None without a domain column.
     seconds : float
         Wall time of the conversion.
+    domain_counts : dict or None
+        Rows per domain (keyed by domain name where there are names, else by
+        id), or None without a domain column.
     """
 
     source: str
@@ -55,11 +63,14 @@ class ConvertResult:
     label_counts: dict
     n_domains: Optional[int]
     seconds: float
+    domain_counts: Optional[dict] = None
 
     def summary(self) -> str:
         """One human-readable line about the conversion."""
         labels = " / ".join(f"{k:+d}: {v:,}" for k, v in sorted(self.label_counts.items()))
-        doms = f", {self.n_domains} domains" if self.n_domains is not None else ""
+        doms = f", {self.n_domains} domain{'s' * (self.n_domains != 1)}" if self.n_domains is not None else ""
+        if self.domain_counts and len(self.domain_counts) <= 12:
+            doms += " (" + ", ".join(f"{k}: {v:,}" for k, v in self.domain_counts.items()) + ")"
         return (
             f"converted {self.source}: {self.n:,} rows x {self.d} features ({self.x_dtype}), "
             f"labels {labels}{doms} -> {self.out} in {self.seconds:.2f} s"
@@ -85,9 +96,11 @@ class _BadRow(Exception):
 class _LabelMap:
     """Label tokens to -1/+1, caching every distinct token seen."""
 
-    def __init__(self, positive: Optional[str], numeric: bool):
+    def __init__(self, positive: Optional[str], numeric: bool, strip: Optional[str] = None):
         self._cache: dict[str, int] = {}
-        self._positive = None if positive is None else positive.strip()
+        # --label-strip: characters removed from both ends of every label (and of V).
+        self._strip = strip or None
+        self._positive = None if positive is None else self._clean(positive)
         self._numeric = numeric
         self._pos_value = None
         self._negative: Optional[float] = None  # -1.0 or 0.0, whichever the file uses
@@ -100,6 +113,10 @@ class _LabelMap:
                     f"--positive-label {positive!r}: LIBSVM labels are numbers, so the positive label must be one"
                 ) from None
 
+    def _clean(self, token: str) -> str:
+        token = token.strip()
+        return token.strip(self._strip) if self._strip else token
+
     def map_all(self, tokens: Sequence[str]) -> list[int]:
         cache = self._cache
         try:
@@ -110,9 +127,10 @@ class _LabelMap:
     def lookup(self, token: str) -> int:
         """Map one token; raises ``_Invalid`` when it is not a label."""
         hint = "use --positive-label VALUE to map VALUE to +1 and every other label to -1"
+        text = self._clean(token) if self._strip else token
         if self._positive is None:
             try:
-                v = float(token)
+                v = float(text)
             except ValueError:
                 raise _Invalid(f"label '{token}' is not a number; binary labels are +1/-1 or 1/0 ({hint})") from None
             if v == 1.0:
@@ -131,12 +149,12 @@ class _LabelMap:
                 raise _Invalid(f"label '{token}' is not a binary label (+1/-1 or 1/0); {hint}")
         elif self._numeric:
             try:
-                v = float(token)
+                v = float(text)
             except ValueError:
                 raise _Invalid(f"label '{token}' is not a number") from None
             out = 1 if v == self._pos_value else -1
         else:
-            out = 1 if token.strip() == self._positive else -1
+            out = 1 if self._clean(token) == self._positive else -1
         if out == 1 and self._positive is not None:
             self.matched = True
         if len(self._cache) < _LABEL_CACHE_MAX:
@@ -158,6 +176,66 @@ class _Counts:
 
     def as_dict(self) -> dict:
         return {-1: self.neg, 1: self.pos}
+
+
+class _DomainCounts:
+    """Running row counts per domain id."""
+
+    def __init__(self) -> None:
+        self.counts = np.zeros(0, dtype=np.int64)
+
+    def add(self, dom: np.ndarray) -> None:
+        if dom.size:
+            c = np.bincount(dom)
+            if c.size > self.counts.size:
+                c[: self.counts.size] += self.counts
+                self.counts = c
+            else:
+                self.counts[: c.size] += c
+
+    def ids(self) -> set:
+        return set(np.nonzero(self.counts)[0].tolist())
+
+    def as_dict(self, names: Optional[Sequence[str]] = None) -> dict:
+        """Rows per domain present, keyed by name where ``names`` has one."""
+        out = {}
+        for k in np.nonzero(self.counts)[0].tolist():
+            key = names[k] if names is not None and k < len(names) else k
+            out[key] = int(self.counts[k])
+        return out
+
+
+def _fitting_names(names: Optional[Sequence[str]]) -> Optional[list[str]]:
+    """``names`` if DatasetWriter can store them as an attribute, else None (with a note)."""
+    if names is None or len(names) <= FEATURE_NAMES_MAX:
+        return None if names is None else list(names)
+    print(
+        f"mpiboost: note: {len(names):,} features are too many for the feature_names attribute "
+        f"(at most {FEATURE_NAMES_MAX:,}); the file has none",
+        file=sys.stderr,
+    )
+    return None
+
+
+def _check_side_out(path: Optional[PathLike], option: str, out: PathLike) -> None:
+    """Checks on a side file written beside the data (--vocab-out, --categories-out)."""
+    if path is None:
+        return
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        raise InputError(f"{p}: is a directory; {option} names the file to write")
+    parent = os.path.dirname(p) or "."
+    if not os.path.isdir(parent):
+        raise InputError(f"{p}: directory {parent} does not exist ({option})")
+    if os.path.abspath(p) == os.path.abspath(os.fspath(out)):
+        raise InputError(f"{p}: {option} is the same file as --out")
+
+
+def _write_text_atomic(path: PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
 
 
 def _chunk_rows(d: int, dtype: np.dtype) -> int:

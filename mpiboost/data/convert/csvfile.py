@@ -1,19 +1,31 @@
 """Delimited text (CSV, TSV, whitespace) to HDF5: a label column, an optional
-domain column, and numeric feature columns with missing values."""
+domain column (taken as it is or through ``--domain-map``), numeric feature
+columns with missing values, and categorical columns written one-hot."""
 from __future__ import annotations
 
 import csv
 import os
 import re
 import time
+from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
-from typing import Iterable, Iterator, Optional, Union
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
 from ...errors import InputError
 from ..format import DatasetWriter
+from .categories import (
+    MISSING,
+    MISSING_TOKENS,
+    UNKNOWN,
+    _CategoryColumn,
+    _Collector,
+    read_categories,
+    warn_unknown,
+    write_categories,
+)
 from .common import (
     BATCH_TOKENS,
     INDEX_MAX,
@@ -21,19 +33,26 @@ from .common import (
     PathLike,
     _BadRow,
     _check_common,
+    _check_side_out,
     _check_value,
     _chunk_rows,
     _Counts,
+    _DomainCounts,
+    _fitting_names,
     _Invalid,
     _LabelMap,
     _Retry,
     _value_max,
     _warn_unmatched,
 )
+from .domainmap import _DomainMap
 from .source import _Progress, _Source
 
-MISSING_TOKENS = frozenset({"", "?", "NA", "NaN", "nan"})
 _INT_RE = re.compile(r"[+-]?[0-9]+")
+UNKNOWN_POLICIES = ("zero", "missing", "error")
+MAX_CATEGORIES = 1000
+
+ColumnSpec = Union[str, int]
 
 
 def _parse_delimiter(text: str) -> Optional[str]:
@@ -49,31 +68,57 @@ def _parse_delimiter(text: str) -> Optional[str]:
     return text
 
 
-def _csv_rows(src: _Source, delimiter: Optional[str]) -> Iterator[tuple[int, list[str]]]:
+def _kept_lines(src: _Source, skip_lines: int, comment: Optional[str], at: list) -> Iterator[str]:
+    """Lines after the first ``skip_lines``, without comment lines; ``at[0]`` is the
+    physical number of the line yielded last."""
+    for lineno, line in enumerate(src.lines(), 1):
+        if lineno <= skip_lines:
+            continue
+        if comment is not None and line.lstrip().startswith(comment):
+            continue
+        at[0] = lineno
+        yield line
+
+
+def _csv_rows(
+    src: _Source, delimiter: Optional[str], skip_lines: int = 0, comment: Optional[str] = None
+) -> Iterator[tuple[int, list[str]]]:
     """(physical line number, fields) of every non-blank record."""
+    plain = not skip_lines and comment is None
+    at = [0]
+    lines = src.lines() if plain else _kept_lines(src, skip_lines, comment, at)
     if delimiter is None:
-        for lineno, line in enumerate(src.lines(), 1):
-            fields = line.split()
-            if fields:
-                yield lineno, fields
+        if plain:
+            for lineno, line in enumerate(lines, 1):
+                fields = line.split()
+                if fields:
+                    yield lineno, fields
+        else:
+            for line in lines:
+                fields = line.split()
+                if fields:
+                    yield at[0], fields
         return
-    reader = csv.reader(src.lines(), delimiter=delimiter, skipinitialspace=True)
+    reader = csv.reader(lines, delimiter=delimiter, skipinitialspace=True)
     try:
         for fields in reader:
             if not fields or (len(fields) == 1 and not fields[0].strip()):
                 continue
-            yield reader.line_num, fields
+            # A record ends on the line read last (a quoted field may span lines).
+            yield (reader.line_num if plain else at[0]), fields
     except csv.Error as exc:
-        raise InputError(f"{src.name}:{reader.line_num}: {exc}") from None
+        raise InputError(f"{src.name}:{reader.line_num if plain else at[0]}: {exc}") from None
 
 
-def _resolve_column(spec: str, names: Optional[list[str]], ncols: int, option: str, where: str) -> int:
+def _resolve_column(
+    spec: ColumnSpec, names: Optional[list[str]], ncols: int, option: str, where: str, names_from: str = "the header"
+) -> int:
     """Column index of a header name or (negative) 0-based index."""
     spec = str(spec).strip()
     if names is not None and spec in names:
         if names.count(spec) > 1:
             raise InputError(
-                f"{where}: {option} '{spec}' is ambiguous: the header has {names.count(spec)} columns of that name"
+                f"{where}: {option} '{spec}' is ambiguous: {names_from} has {names.count(spec)} columns of that name"
             )
         return names.index(spec)
     try:
@@ -81,17 +126,110 @@ def _resolve_column(spec: str, names: Optional[list[str]], ncols: int, option: s
     except ValueError:
         if names is None:
             raise InputError(
-                f"{where}: {option} '{spec}' is not a column index (with --no-header columns are numbered from 0)"
+                f"{where}: {option} '{spec}' is not a column index (with --no-header columns are numbered from 0; "
+                "--names gives them names)"
             ) from None
         shown = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "")
-        raise InputError(f"{where}: {option}: no column named '{spec}' in the header ({shown})") from None
+        raise InputError(f"{where}: {option}: no column named '{spec}' in {names_from} ({shown})") from None
     if not -ncols <= i < ncols:
         raise InputError(f"{where}: {option} {i} is out of range: the file has {ncols} columns, numbered from 0")
     return i % ncols
 
 
+def _split_list(value: Union[None, str, Sequence], option: str) -> Optional[list[str]]:
+    """A comma-separated option value (or a sequence) as stripped strings."""
+    if value is None:
+        return None
+    items = [s.strip() for s in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    if not items or any(not s for s in items):
+        raise InputError(f"{option} {value!r}: empty name in the list (names are separated by ',')")
+    return items
+
+
+@dataclass
+class _Table:
+    """An opened CSV file: column names, the first data row, and the rest."""
+
+    name: str
+    names: Optional[list[str]]
+    ncols: int
+    where: str  # FILE:LINE of the header, or of the first row without one
+    origin: str  # where the column count comes from, for messages
+    names_from: str
+    first_row: Optional[tuple[int, list[str]]]
+    records: Iterator[tuple[int, list[str]]]
+
+    def key(self, c: int) -> str:
+        """Name of column ``c`` in a categories file: its name, else its index."""
+        return self.names[c] if self.names is not None else str(c)
+
+    def label(self, c: int) -> str:
+        """Column ``c`` as messages show it."""
+        return f"'{self.names[c]}'" if self.names is not None else str(c)
+
+    def resolve(self, spec: ColumnSpec, option: str) -> int:
+        return _resolve_column(spec, self.names, self.ncols, option, self.where, self.names_from)
+
+    def find_key(self, key: str, what: str) -> int:
+        """Column of a categories-file key in this file."""
+        if self.names is not None:
+            if key in self.names:
+                if self.names.count(key) > 1:
+                    raise InputError(f"{self.where}: column '{key}' ({what}) is ambiguous: {self.names_from} has it twice")
+                return self.names.index(key)
+            raise InputError(f"{self.where}: column '{key}' ({what}) is not in {self.names_from}")
+        if key.isdigit() and int(key) < self.ncols:
+            return int(key)
+        raise InputError(
+            f"{self.where}: column '{key}' ({what}) is not a column index of this file "
+            f"({self.ncols} columns); with named columns give --names"
+        )
+
+
+def _open_table(
+    src: _Source,
+    delim: Optional[str],
+    header: bool,
+    names: Optional[list[str]],
+    skip_lines: int,
+    comment: Optional[str],
+) -> _Table:
+    name = src.name
+    records = _csv_rows(src, delim, skip_lines, comment)
+    first = next(records, None)
+    if first is None:
+        extra = " after the skipped lines and comment lines" if skip_lines or comment is not None else ""
+        raise InputError(f"{name}: the file is empty{extra}")
+    where = f"{name}:{first[0]}"
+    if header:
+        file_names = [s.strip() for s in first[1]]
+        if names is not None:
+            if len(names) != len(file_names):
+                raise InputError(
+                    f"{where}: --names gives {len(names)} names, but the header on this line has "
+                    f"{len(file_names)} columns (--names replaces the header; with --no-header it names a file "
+                    "without one)"
+                )
+            origin, names_from = "as in --names", "--names"
+        else:
+            names = file_names
+            origin, names_from = f"as in the header on line {first[0]}", "the header"
+        first_row = next(records, None)
+    else:
+        origin = "as in --names" if names is not None else f"as on line {first[0]}"
+        names_from = "--names"
+        first_row = first
+    ncols = len(names) if names is not None else len(first[1])
+    return _Table(name, names, ncols, where, origin, names_from, first_row, records)
+
+
 class _CsvParser:
-    """Parse batches of CSV records into X, y and domain arrays."""
+    """Parse batches of CSV records into X, y and domain arrays.
+
+    ``categorical`` maps a column index to (key, categories): such a column
+    becomes ``len(categories)`` indicator features in place, 1 for the row's
+    category and 0 for the others; all NaN for a missing value.
+    """
 
     def __init__(
         self,
@@ -104,24 +242,61 @@ class _CsvParser:
         labels: _LabelMap,
         dtype: np.dtype,
         ncols_origin: str,
+        *,
+        categorical: Optional[dict[int, tuple[str, Sequence[str]]]] = None,
+        domain_map: Optional[_DomainMap] = None,
+        keep_domain: bool = False,
+        unknown: str = "zero",
+        categories_source: Optional[str] = None,
     ):
         self.name = name
         self.ncols = ncols
         self.columns = columns  # display name of every column
         self.label = label
         self.domain = domain
-        self.domain_ints = domain_ints
+        self.domain_ints = domain_ints and domain_map is None
+        self.domain_map = domain_map
         self.domain_names: dict[str, int] = {}
         self.domain_ids: set[int] = set()
         self.labels = labels
         self.dtype = dtype
         self.vmax = _value_max(dtype)
-        self.features = [c for c in range(ncols) if c != label and c != domain]
-        self.d = len(self.features)
+        self.features = [c for c in range(ncols) if c != label and (c != domain or keep_domain)]
+        self.cat = {c: _CategoryColumn(key, values) for c, (key, values) in (categorical or {}).items()}
+        self.unknown = unknown
+        self.categories_source = categories_source
+        self.numeric = [c for c in self.features if c not in self.cat]
+        self.n_num = len(self.numeric)
+        self.num_pos: list[int] = []
+        self.cat_pos: dict[int, int] = {}
+        pos = 0
+        for c in self.features:
+            if c in self.cat:
+                self.cat_pos[c] = pos
+                pos += len(self.cat[c].values)
+            else:
+                self.num_pos.append(pos)
+                pos += 1
+        self.d = pos
+        self._num_idx = np.asarray(self.num_pos, dtype=np.intp)
         self.ncols_origin = ncols_origin
         self._get_label = itemgetter(label)
         self._get_domain = itemgetter(domain) if domain is not None else None
-        self._get_features = itemgetter(*self.features) if self.features else None
+        self._get_features = itemgetter(*self.numeric) if self.numeric else None
+        self._get_cat = {c: itemgetter(c) for c in self.cat}
+
+    def feature_names(self, names: Optional[list[str]]) -> Optional[list[str]]:
+        """Names of the output features: column names, and ``column=category`` one-hot."""
+        if names is None and not self.cat:
+            return None
+        out = []
+        for c in self.features:
+            key = names[c] if names is not None else str(c)
+            if c in self.cat:
+                out += [f"{key}={v}" for v in self.cat[c].values]
+            else:
+                out.append(key)
+        return out
 
     def parse(self, lines: list[int], rows: list[list[str]]):
         try:
@@ -146,15 +321,39 @@ class _CsvParser:
         if self._get_domain is not None:
             dom = self._domains(list(map(self._get_domain, rows)))
             self.domain_ids.update(np.unique(dom).tolist())
-        if self.d == 1:
-            flat = list(map(self._get_features, rows))
-        else:
-            flat = list(chain.from_iterable(map(self._get_features, rows)))
-        vals = self._floats(flat)
-        ok = np.isnan(vals) | (np.abs(vals) <= self.vmax)
-        if not ok.all():
-            raise _Retry
-        return vals.reshape(m, self.d).astype(self.dtype), y, dom
+        num = None
+        if self.n_num:
+            if self.n_num == 1:
+                flat = list(map(self._get_features, rows))
+            else:
+                flat = list(chain.from_iterable(map(self._get_features, rows)))
+            vals = self._floats(flat)
+            ok = np.isnan(vals) | (np.abs(vals) <= self.vmax)
+            if not ok.all():
+                raise _Retry
+            num = vals.reshape(m, self.n_num)
+            if not self.cat:
+                return num.astype(self.dtype), y, dom
+        X = np.zeros((m, self.d), dtype=self.dtype)
+        if num is not None:
+            X[:, self._num_idx] = num
+        allow_unknown = self.unknown != "error"
+        codes_of = {c: col.codes(list(map(self._get_cat[c], rows)), allow_unknown) for c, col in self.cat.items()}
+        # Nothing below rejects the batch, so the counts are of rows written.
+        every = np.arange(m)
+        for c, codes in codes_of.items():
+            col = self.cat[c]
+            a, k = self.cat_pos[c], len(col.values)
+            hit = codes >= 0
+            X[every[hit], a + codes[hit]] = 1
+            unknown = codes == UNKNOWN
+            col.n_unknown += int(np.count_nonzero(unknown))
+            blank = codes == MISSING
+            if self.unknown == "missing":
+                blank |= unknown
+            if blank.any():
+                X[blank, a : a + k] = np.nan
+        return X, y, dom
 
     @staticmethod
     def _floats(flat: list[str]) -> np.ndarray:
@@ -173,6 +372,8 @@ class _CsvParser:
             raise _Retry from None
 
     def _domains(self, tokens: list[str]) -> np.ndarray:
+        if self.domain_map is not None:
+            return self.domain_map.map_all(tokens)
         if self.domain_ints:
             try:
                 ids = np.fromiter(map(int, tokens), dtype=np.int64, count=len(tokens))
@@ -197,36 +398,137 @@ class _CsvParser:
             except _Invalid as exc:
                 raise _BadRow(r, str(exc)) from None
             if self.domain is not None:
-                tok = row[self.domain].strip()
-                if self.domain_ints:
-                    if not _INT_RE.fullmatch(tok):
-                        raise _BadRow(
-                            r,
-                            f"domain column {self.columns[self.domain]}: '{tok}' is not an integer "
-                            "(the first rows had integer domain ids)",
-                        )
-                    if not 0 <= int(tok) <= INDEX_MAX:
-                        raise _BadRow(
-                            r, f"domain column {self.columns[self.domain]}: id {tok} must be in 0..{INDEX_MAX}"
-                        )
-                elif not tok:
-                    raise _BadRow(r, f"domain column {self.columns[self.domain]} is empty")
+                if self.domain_map is not None:
+                    if self.domain_map.lookup(row[self.domain]) is None:
+                        raise _BadRow(r, self.domain_map.unmapped_message(self.columns[self.domain], row[self.domain]))
+                else:
+                    self._check_domain(r, row[self.domain].strip())
             for c in self.features:
                 tok = row[c]
+                if c in self.cat:
+                    if self.unknown == "error" and self.cat[c].code(tok) == UNKNOWN:
+                        col = self.cat[c]
+                        src = f" (from {self.categories_source})" if self.categories_source else ""
+                        raise _BadRow(
+                            r,
+                            f"column {self.columns[c]}: value '{tok.strip()}' is not one of its "
+                            f"{len(col.values)} categories{src}; --unknown-category zero or missing accepts it",
+                        )
+                    continue
                 if tok in MISSING_TOKENS or tok.strip() in MISSING_TOKENS:
                     continue
                 why = _check_value(tok, self.vmax, self.dtype)
                 if why == "is not a number":
                     raise _BadRow(
                         r,
-                        f"column {self.columns[c]}: value '{tok}' is not a number; categorical features are "
-                        "not supported yet (one-hot encoding is planned): encode the column as numbers or drop it",
+                        f"column {self.columns[c]}: value '{tok}' is not a number; for a categorical column give "
+                        f"--categorical {self.columns[c]} (or --categorical auto) to encode it one-hot",
                     )
                 if why:
                     raise _BadRow(
                         r, f"column {self.columns[c]}: value '{tok}' {why} (missing values are written as "
                         + ", ".join(repr(t) for t in sorted(MISSING_TOKENS)) + ")",
                     )
+
+    def _check_domain(self, r: int, tok: str) -> None:
+        if self.domain_ints:
+            if not _INT_RE.fullmatch(tok):
+                raise _BadRow(
+                    r,
+                    f"domain column {self.columns[self.domain]}: '{tok}' is not an integer "
+                    "(the first rows had integer domain ids; --domain-map maps text values)",
+                )
+            if not 0 <= int(tok) <= INDEX_MAX:
+                raise _BadRow(r, f"domain column {self.columns[self.domain]}: id {tok} must be in 0..{INDEX_MAX}")
+        elif not tok:
+            raise _BadRow(r, f"domain column {self.columns[self.domain]} is empty")
+
+
+@dataclass
+class _ReadOptions:
+    """How every CSV file of one conversion is read (input and category sources)."""
+
+    delim: Optional[str]
+    header: bool
+    names: Optional[list[str]]
+    skip_lines: int
+    comment: Optional[str]
+
+    def open(self, src: _Source) -> _Table:
+        return _open_table(src, self.delim, self.header, self.names, self.skip_lines, self.comment)
+
+    def source(self, path: PathLike) -> _Source:
+        # The csv module wants newline="" so quoted fields may hold line breaks.
+        return _Source(path, newline="" if self.delim is not None else None)
+
+
+def _feature_columns(
+    t: _Table, label_column: Optional[ColumnSpec], domain_column: Optional[ColumnSpec], keep_domain: bool
+) -> tuple[int, Optional[int], list[int]]:
+    label = t.resolve(0 if label_column is None else label_column, "--label-column")
+    domain = None
+    if domain_column is not None:
+        domain = t.resolve(domain_column, "--domain-column")
+        if domain == label:
+            raise InputError(f"{t.where}: --label-column and --domain-column are the same column")
+    return label, domain, [c for c in range(t.ncols) if c != label and (c != domain or keep_domain)]
+
+
+def _categorical_columns(
+    t: _Table, spec: list[str], label: int, domain: Optional[int], keep_domain: bool
+) -> dict[str, int]:
+    """Key -> column of the columns ``--categorical`` lists."""
+    out: dict[str, int] = {}
+    for s in spec:
+        c = t.resolve(s, "--categorical")
+        if c == label:
+            raise InputError(f"{t.where}: --categorical {s}: column {t.label(c)} is the label column")
+        if c == domain and not keep_domain:
+            raise InputError(
+                f"{t.where}: --categorical {s}: column {t.label(c)} is the domain column, which is not a feature "
+                "(give --keep-domain-feature to keep it as one)"
+            )
+        out[t.key(c)] = c
+    return out
+
+
+def _collect_categories(
+    sources: Sequence[PathLike],
+    opts: _ReadOptions,
+    spec: Union[str, list[str]],
+    label_column: Optional[ColumnSpec],
+    domain_column: Optional[ColumnSpec],
+    keep_domain: bool,
+    max_categories: int,
+    limit: Optional[int],
+) -> dict[str, list[str]]:
+    """Pass 1: the sorted categories of the categorical columns, over ``sources``."""
+    collector: Optional[_Collector] = None
+    for path in sources:
+        with opts.source(path) as src, _Progress(src, "categories"):
+            t = opts.open(src)
+            label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain)
+            if collector is None:
+                if spec == "auto":
+                    collector = _Collector({}, {t.key(c): c for c in features}, max_categories)
+                else:
+                    collector = _Collector(
+                        _categorical_columns(t, spec, label, domain, keep_domain), {}, max_categories
+                    )
+            else:
+                collector.rebind({k: t.find_key(k, "categorical") for k in collector.cols})
+            if t.first_row is None:
+                continue
+            step = max(1, BATCH_TOKENS // t.ncols)
+            for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit):
+                for r, row in enumerate(rows):
+                    if len(row) != t.ncols:
+                        raise InputError(
+                            f"{t.name}:{lines[r]}: expected {t.ncols} columns ({t.origin}), found {len(row)}"
+                        )
+                collector.add(t.name, lines, rows, lambda k, t=t: t.label(t.find_key(k, "categorical")))
+    assert collector is not None
+    return collector.result()
 
 
 def convert_csv(
@@ -235,13 +537,25 @@ def convert_csv(
     *,
     header: bool = True,
     delimiter: Optional[str] = ",",
-    label_column: Optional[Union[str, int]] = None,
-    domain_column: Optional[Union[str, int]] = None,
+    label_column: Optional[ColumnSpec] = None,
+    domain_column: Optional[ColumnSpec] = None,
     positive_label: Optional[str] = None,
     n_features: Optional[int] = None,
     dtype: str = "float32",
     compression: Optional[str] = None,
     limit: Optional[int] = None,
+    names: Union[None, str, Sequence[str]] = None,
+    skip_lines: int = 0,
+    comment_char: Optional[str] = None,
+    label_strip: Optional[str] = None,
+    categorical: Union[None, str, Sequence[ColumnSpec]] = None,
+    categories_from: Optional[Sequence[PathLike]] = None,
+    categories_in: Optional[PathLike] = None,
+    categories_out: Optional[PathLike] = None,
+    unknown_category: str = "zero",
+    max_categories: int = MAX_CATEGORIES,
+    domain_map: Optional[str] = None,
+    keep_domain_feature: bool = False,
 ) -> ConvertResult:
     """Convert a delimited text file (one row per record) to an HDF5 data file.
 
@@ -252,25 +566,65 @@ def convert_csv(
     out : str or os.PathLike
         Output HDF5 file, written atomically.
     header : bool
-        Whether the first non-blank line holds the column names.
+        Whether the first record (after skipped and comment lines) holds the
+        column names.
     delimiter : str or None
         One character, ``"tab"``, or ``"whitespace"``/``" "``/None for any
-        run of spaces and tabs.
+        run of spaces and tabs. Spaces after a delimiter are skipped and
+        values are compared stripped, so ``a, b, c`` files parse.
     label_column, domain_column : str or int, optional
-        A header name or 0-based index (negative counts from the end). The
+        A column name or 0-based index (negative counts from the end). The
         label defaults to the first column; without a domain column there is
-        no ``domain`` dataset.
+        no ``domain`` dataset. The domain column is not a feature unless
+        ``keep_domain_feature``.
     positive_label : str, optional
         Label text mapped to +1 (all others to -1). Without it the labels must
         be +1/-1 or 1/0.
     n_features : int, optional
-        Expected number of feature columns (a check only).
+        Expected number of features written (after one-hot encoding; a check only).
     dtype : {"float32", "float64"}
         dtype of ``X``.
     compression : {None, "gzip", "lzf"}
         HDF5 compression of the datasets.
     limit : int, optional
-        Convert only the first ``limit`` data rows.
+        Convert only the first ``limit`` data rows (categories are collected
+        from those rows too when they come from the input).
+    names : str or sequence of str, optional
+        Column names (a comma-separated string or a list): the header of a
+        file without one (``header=False``), or a replacement for the file's
+        header.
+    skip_lines : int
+        Physical lines skipped at the start of the file (before the header).
+    comment_char : str, optional
+        Lines whose first non-blank characters are this text are skipped.
+    label_strip : str, optional
+        Characters removed from both ends of every label and of
+        ``positive_label`` before comparing (``"."`` for UCI Adult's test file).
+    categorical : "auto", str or sequence, optional
+        Columns to encode one-hot: names or indices (a list or a
+        comma-separated string), or ``"auto"`` for every feature column with
+        a value that is not a number. Categories are the distinct stripped
+        values other than the missing tokens, sorted by code point; column
+        ``c`` with categories ``v1..vk`` becomes features ``c=v1 .. c=vk`` in
+        its place. A missing value is NaN in all k of them.
+    categories_from : sequence of paths, optional
+        CSV files (read with the same options) to collect the categories
+        from, instead of the input.
+    categories_in, categories_out : path, optional
+        Read the categorical columns and their categories from a categories
+        file (JSON, see :mod:`.categories`) instead of collecting them; write
+        the ones used to such a file.
+    unknown_category : {"zero", "missing", "error"}
+        A value that is not one of its column's categories (possible with
+        ``categories_in``/``categories_from``): all-zero indicators, NaN, or
+        an error.
+    max_categories : int
+        Most categories allowed in one column.
+    domain_map : str, optional
+        Map the domain column's text values to domains:
+        ``"V1,V2=NAME;V3=NAME2;*=OTHER"`` (see :mod:`.domainmap`).
+    keep_domain_feature : bool
+        Keep the domain column as a feature too.
 
     Returns
     -------
@@ -286,51 +640,105 @@ def convert_csv(
     _check_common(path, out, limit)
     delim = _parse_delimiter(delimiter) if delimiter is not None else None
     name = os.fspath(path)
-    labels = _LabelMap(positive_label, numeric=False)
+    given_names = _split_list(names, "--names")
+    if skip_lines is None:
+        skip_lines = 0
+    if skip_lines < 0:
+        raise InputError(f"--skip-lines must be at least 0, got {skip_lines}")
+    if comment_char is not None and not comment_char.strip():
+        raise InputError("--comment-char must be a non-blank character")
+    if unknown_category not in UNKNOWN_POLICIES:
+        raise InputError(f"--unknown-category must be one of {', '.join(UNKNOWN_POLICIES)}, not {unknown_category!r}")
+    if max_categories < 1:
+        raise InputError(f"--max-categories must be at least 1, got {max_categories}")
+    if domain_column is None and (domain_map is not None or keep_domain_feature):
+        raise InputError(f"{'--domain-map' if domain_map is not None else '--keep-domain-feature'} needs --domain-column")
+    if isinstance(categorical, str) and categorical.strip() == "auto":
+        cat_spec: Union[None, str, list[str]] = "auto"
+    else:
+        cat_spec = _split_list(categorical, "--categorical")
+    if categories_from and categories_in is not None:
+        raise InputError("--categories-from and --categories-in both give the categories; use one")
+    if categories_from and cat_spec is None:
+        raise InputError("--categories-from needs --categorical (the columns to collect categories of)")
+    if categories_out is not None and cat_spec is None and categories_in is None:
+        raise InputError("--categories-out needs --categorical or --categories-in")
+    _check_side_out(categories_out, "--categories-out", out)
+    dmap = _DomainMap(domain_map) if domain_map is not None else None
+    opts = _ReadOptions(delim, header, given_names, skip_lines, comment_char)
+    labels = _LabelMap(positive_label, numeric=False, strip=label_strip)
     counts = _Counts()
+    dcounts = _DomainCounts()
 
-    # The csv module wants newline="" so quoted fields may hold line breaks.
-    with _Source(path, newline="" if delim is not None else None) as src:
-        records = _csv_rows(src, delim)
-        first = next(records, None)
-        if first is None:
-            raise InputError(f"{name}: the file is empty")
-        if header:
-            names: Optional[list[str]] = [s.strip() for s in first[1]]
-            ncols = len(names)
-            where = f"{name}:{first[0]}"
-            origin = f"as in the header on line {first[0]}"
-            first_row = next(records, None)
-        else:
-            names = None
-            ncols = len(first[1])
-            where = f"{name}:{first[0]}"
-            origin = f"as on line {first[0]}"
-            first_row = first
-        label = _resolve_column(0 if label_column is None else label_column, names, ncols, "--label-column", where)
-        domain = None
-        if domain_column is not None:
-            domain = _resolve_column(domain_column, names, ncols, "--domain-column", where)
-            if domain == label:
-                raise InputError(f"{where}: --label-column and --domain-column are the same column")
-        columns = [f"'{s}'" for s in names] if names is not None else [str(c) for c in range(ncols)]
-        if ncols - 1 - (domain is not None) < 1:
-            hint = "; is --delimiter right?" if ncols == 1 else ""
-            raise InputError(f"{where}: no feature columns (the file has {ncols} column{'s' * (ncols != 1)}{hint})")
-        if first_row is None:
+    cats: dict[str, list[str]] = {}
+    cats_source: Optional[str] = None
+    if categories_in is not None:
+        cats = read_categories(categories_in)
+        cats_source = os.fspath(categories_in)
+    elif cat_spec is not None:
+        sources = list(categories_from) if categories_from else [path]
+        for s in sources:
+            if os.path.exists(s) and os.path.exists(out) and os.path.samefile(s, out):
+                raise InputError(f"{os.fspath(out)}: the output file is a --categories-from file")
+        cats = _collect_categories(
+            sources, opts, cat_spec, label_column, domain_column, keep_domain_feature, max_categories,
+            limit if not categories_from else None,
+        )
+        if categories_from:
+            cats_source = ", ".join(os.fspath(s) for s in categories_from)
+
+    with opts.source(path) as src:
+        t = opts.open(src)
+        label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain_feature)
+        categorical_cols: dict[int, tuple[str, list[str]]] = {}
+        what = f"from {cats_source}" if cats_source else "categorical"
+        for key, values in cats.items():
+            c = t.find_key(key, what)
+            if c == label:
+                raise InputError(f"{t.where}: categorical column '{key}' ({what}) is the label column")
+            if c == domain and not keep_domain_feature:
+                raise InputError(
+                    f"{t.where}: categorical column '{key}' ({what}) is the domain column, which is not a feature "
+                    "(give --keep-domain-feature to keep it as one)"
+                )
+            categorical_cols[c] = (key, values)
+        if categories_in is not None and cat_spec not in (None, "auto"):
+            listed = set(_categorical_columns(t, cat_spec, label, domain, keep_domain_feature).values())
+            if listed != set(categorical_cols):
+                raise InputError(
+                    f"{t.where}: --categorical lists {', '.join(sorted(t.label(c) for c in listed))}, but "
+                    f"{cats_source} has {', '.join(sorted(t.label(c) for c in categorical_cols)) or 'no columns'}"
+                )
+        columns = [t.label(c) for c in range(t.ncols)]
+        if not features:
+            hint = "; is --delimiter right?" if t.ncols == 1 else ""
+            raise InputError(
+                f"{t.where}: no feature columns (the file has {t.ncols} column{'s' * (t.ncols != 1)}{hint})"
+            )
+        if t.first_row is None:
             raise InputError(f"{name}: no data rows after the header")
         domain_ints = False
-        if domain is not None and len(first_row[1]) > domain:
+        if domain is not None and dmap is None and len(t.first_row[1]) > domain:
             # Decided on the first row so the file can be streamed in one pass.
-            domain_ints = bool(_INT_RE.fullmatch(first_row[1][domain].strip()))
-        parser = _CsvParser(name, ncols, columns, label, domain, domain_ints, labels, x_dtype, origin)
+            domain_ints = bool(_INT_RE.fullmatch(t.first_row[1][domain].strip()))
+        parser = _CsvParser(
+            name, t.ncols, columns, label, domain, domain_ints, labels, x_dtype, t.origin,
+            categorical=categorical_cols, domain_map=dmap, keep_domain=keep_domain_feature,
+            unknown=unknown_category, categories_source=cats_source,
+        )
         d = parser.d
+        if d == 0:
+            raise InputError(f"{t.where}: no features: every feature column is categorical without categories")
         if n_features is not None and n_features != d:
-            raise InputError(f"{where}: --n-features {n_features}, but the file has {d} feature columns")
-        feature_names = [names[c] for c in parser.features] if names is not None else None
+            raise InputError(f"{t.where}: --n-features {n_features}, but the file gives {d} features")
+        feature_names = _fitting_names(parser.feature_names(t.names))
         attrs = {"source": os.path.basename(name), "source_format": "csv"}
+        if categorical_cols:
+            attrs["categorical_columns"] = ",".join(key for key, _ in categorical_cols.values())
+        if dmap is not None:
+            attrs["domain_map"] = dmap.spec
 
-        step = min(_chunk_rows(d, x_dtype), max(1, BATCH_TOKENS // ncols))
+        step = min(_chunk_rows(d, x_dtype), max(1, BATCH_TOKENS // t.ncols))
         with _Progress(src, "converting"), DatasetWriter(
             out,
             d,
@@ -340,17 +748,31 @@ def convert_csv(
             attrs=attrs,
             compression=compression,
         ) as w:
-            for lines, rows in _record_batches(chain([first_row], records), step, limit):
+            for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit):
                 X, y, dom = parser.parse(lines, rows)
                 w.append(X, y, dom)
                 counts.add(y)
-            if domain is not None and not domain_ints:
-                w.domain_names = list(parser.domain_names)
+                if dom is not None:
+                    dcounts.add(dom)
+            domain_names: Optional[list[str]] = None
+            if dmap is not None:
+                domain_names = list(dmap.names)
+            elif domain is not None and not domain_ints:
+                domain_names = list(parser.domain_names)
+            w.domain_names = domain_names
+            if categories_out is not None:
+                write_categories(categories_out, {key: list(values) for key, values in categorical_cols.values()})
             n = w.n
-        n_domains = len(parser.domain_ids) if domain is not None else None
+    n_domains = len(dcounts.ids()) if domain is not None else None
     _warn_unmatched(labels, positive_label)
+    warn_unknown(parser.cat, lambda c: columns[c], unknown_category, cats_source)
+    if dmap is not None:
+        dmap.warn_unused()
     seconds = time.perf_counter() - t0
-    return ConvertResult(name, os.fspath(out), n, d, str(x_dtype), counts.as_dict(), n_domains, seconds)
+    return ConvertResult(
+        name, os.fspath(out), n, d, str(x_dtype), counts.as_dict(), n_domains, seconds,
+        domain_counts=dcounts.as_dict(domain_names) if domain is not None else None,
+    )
 
 
 def _record_batches(
@@ -370,4 +792,3 @@ def _record_batches(
             lines, rows = [], []
     if rows:
         yield lines, rows
-
