@@ -136,3 +136,42 @@ def test_sample_mode_bytes_per_round_do_not_grow_with_n(tmp_path):
         rows = [json.loads(line) for line in metrics.read_text().splitlines()[:-1]]
         per_round[n] = np.mean([r["bytes_sent"] + r["bytes_received"] for r in rows])
     assert abs(per_round[800_000] / per_round[50_000] - 1) < 0.05, per_round
+
+
+@pytest.fixture(scope="module")
+def ms_data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ms")
+    train, test = d / "train.h5", d / "test.h5"
+    assert run_cli(["synth", "multisource", "--n", "4000", "--seed", "1", "--out", str(train)]).returncode == 0
+    assert run_cli(["synth", "multisource", "--n", "3000", "--seed", "2", "--out", str(test)]).returncode == 0
+    return train, test
+
+
+def test_multiboost_same_model_for_any_number_of_ranks(ms_data, tmp_path):
+    train, test = ms_data
+    exports = set()
+    for n, extra in [(1, ()), (2, ()), (3, ()), (4, ()), (3, ("--dedicated-coordinator",))]:
+        model = tmp_path / f"m{n}{len(extra)}.h5"
+        _train(train, model, "--algo", "multiboost", *extra, n=n, rounds=10)
+        exports.add(_export(model))
+    assert len(exports) == 1
+    doc = json.loads(exports.pop())
+    assert doc["domain_classifier"]["train_accuracy"] > 0.9
+    assert all(s["domain"] in (0, 1, 2) for s in doc["ensemble"])
+    proc = run_cli(["evaluate", "--model", str(tmp_path / "m10.h5"), "--data", str(test)], n=2)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0 and len(report["per_domain"]) == 3 and report["agnostic_error"] < 0.1
+
+
+@pytest.mark.parametrize("algo", ["smoothboost", "adaboost", "multiboost"])
+def test_same_model_for_any_number_of_threads(tmp_path, algo):
+    """Enough rows that every kernel splits its work over the threads."""
+    gen = "multisource" if algo == "multiboost" else "longservedio"
+    data = tmp_path / "big.h5"
+    assert run_cli(["synth", gen, "--n", "140000", "--noise", "0.05", "--seed", "4", "--out", str(data)]).returncode == 0
+    exports = set()
+    for threads in (1, 2, 3):
+        model = tmp_path / f"t{threads}.h5"
+        _train(data, model, "--algo", algo, "--threads", str(threads), rounds=6)
+        exports.add(_export(model))
+    assert len(exports) == 1
