@@ -159,6 +159,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     params = {"weak_learner": args.weak_learner}
     if args.entity_balanced:
         params["entity_balanced"] = True
+    if args.train_domain is not None:
+        if args.algo in ("multiboost", "fedmultiboost"):
+            raise InputError("--train-domain is for the single-domain baselines (adaboost, smoothboost)")
+        params["train_domain"] = args.train_domain
     if args.algo == "smoothboost":
         params.update(epsilon=args.epsilon, beta=args.beta, vote=args.vote, weight_store=args.weight_store)
         if args.gamma is not None:
@@ -169,6 +173,14 @@ def cmd_train(args: argparse.Namespace) -> int:
         params.update(step=args.step, active_tol=args.active_tol, q_l2=args.q_l2, temperature=args.temperature)
         if args.step == "sqrt":
             params["step_c"] = args.step_c
+    elif args.algo == "fedmultiboost":
+        params.update(
+            active_tol=args.active_tol,
+            q_l2=args.q_l2,
+            client_size=args.client_size,
+            clients_per_round=args.clients_per_round,
+            candidates_per_round=args.candidates_per_round,
+        )
     if args.weak_learner == "sample":
         if args.samples:
             params["n_samples"] = args.samples
@@ -427,6 +439,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="MultiBoost: domains whose soft-max weight is at least this fraction of the largest "
                    "propose stumps (default 1e-3)")
     p.add_argument("--q-l2", type=float, default=1.0, help="MultiBoost: L2 penalty of the domain classifier (default 1)")
+    p.add_argument("--client-size", type=int, default=100, help="FedMultiBoost: rows per client (default 100)")
+    p.add_argument("--clients-per-round", type=int, default=10,
+                   help="FedMultiBoost: clients sampled per domain per round (default 10)")
+    p.add_argument("--candidates-per-round", type=int, default=20,
+                   help="FedMultiBoost: candidate stumps sampled per domain per round (default 20)")
     p.add_argument("--samples", type=int, default=0, metavar="N", help="sample mode: rows per round (default from d and beta)")
     p.add_argument("--sample-factor", type=float, default=1.0,
                    help="sample mode: N = factor * (d / beta^2) ln(1/beta) (default 1)")
@@ -437,6 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint interval in rounds (default 10)")
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
     p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 coordinates and holds no rows")
+    p.add_argument("--train-domain", metavar="K",
+                   help="train on the rows of one domain only (index or name): the AdaBoost-k baseline of MultiBoost")
     p.add_argument("--entity-balanced", action="store_true",
                    help="start every rank with the same total weight (the paper's Algorithm 4; "
                    "the model then depends on the number of ranks)")

@@ -35,6 +35,19 @@ class Hypothesis:
     domain: Optional[int] = None  # Q-ensembles: the stump votes with weight Q(domain|x)
 
 
+def _domain_index(which, data) -> int:
+    """A domain given by index or by name."""
+    names = list(data.domain_names or [])
+    if isinstance(which, str) and not which.lstrip("-").isdigit():
+        if which not in names:
+            raise ValueError(f"no domain named {which!r}; the domains are {names}")
+        return names.index(which)
+    k = int(which)
+    if not 0 <= k < data.n_domains:
+        raise ValueError(f"domain {k} out of range: the data have {data.n_domains} domain(s)")
+    return k
+
+
 class StumpBoosting:
     """Row state and helpers shared by the stump-boosting algorithms.
 
@@ -50,7 +63,17 @@ class StumpBoosting:
     def setup(self, data, proto: Protocol, seed: int = 0) -> None:
         self.data, self.proto, self.seed = data, proto, int(seed)
         n_local = data.n_local
-        if self.params.get("entity_balanced"):
+        only = self.params.get("train_domain")
+        if only is not None:
+            # AdaBoost-k of the MultiBoost paper: the other domains' rows start
+            # (and, under multiplicative updates, stay) at weight 0.
+            k = _domain_index(only, data)
+            self.params["train_domain"] = k
+            m_k = int(data.domain_counts[k])
+            if m_k == 0:
+                raise ValueError(f"domain {only!r} has no training rows")
+            self.w = np.where(data.domain == k, 1.0 / m_k, 0.0)
+        elif self.params.get("entity_balanced"):
             # The paper's Algorithm 4: every entity starts with the same total
             # mass. This depends on the partition, so the model does too.
             k = int(proto.reduce_counts(np.array([1 if n_local else 0]))[0])

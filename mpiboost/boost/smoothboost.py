@@ -56,7 +56,7 @@ class SmoothBoost(StumpBoosting):
         store = self.params.get("weight_store", "cells")
         if store not in ("cells", "rows"):
             raise ValueError(f"weight_store must be 'cells' or 'rows', not {store!r}")
-        if store == "cells" and not self.params.get("entity_balanced"):
+        if store == "cells" and not self.params.get("entity_balanced") and self.params.get("train_domain") is None:
             self.cells = CellWeights(data.n_local, data.n_global, proto, 1.0 / data.n_global)
             self.w = None  # the cells hold the weights
             # Cells pay off while they are far fewer than rows: beyond that the

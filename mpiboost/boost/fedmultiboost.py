@@ -1,0 +1,114 @@
+"""FedMultiBoost (ALGORITHMS §3; Figure 2 of Cortes et al., NeurIPS 2021).
+
+The federated variant of MultiBoost: the rows of each domain are split into
+*clients* of ``client_size`` consecutive rows (in the global row order, so
+the clients do not depend on the ranks). Each round the center samples, per
+domain, ``clients_per_round`` clients and ``candidates_per_round`` candidate
+stumps from a fixed pool (every feature at every bin boundary). Sampled
+clients report only aggregates -- their loss ``sum exp(-y f)`` and, per
+candidate, ``beta_{c,r} = sum_i exp(-y_i f) y_i Q(k|x_i) h_r(x_i)`` -- which
+the ranks sum exactly. The center estimates each domain's loss from its
+sampled clients, picks ``argmax_{k active, r} (sum_c beta_{c,r}) / (sum_c m_c)``
+and takes AdaBoost's closed-form step from the pooled weighted error. Every
+rank then updates its rows with the broadcast stump.
+
+Communication per round is O(p (s + 2)) numbers, whatever the number of rows
+or clients; ``metrics["client_numbers"]`` counts what the sampled clients
+would send.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from ..weak.stump import Stump
+from .base import Hypothesis
+from .multiboost import MultiBoost
+
+
+class FedMultiBoost(MultiBoost):
+    name = "fedmultiboost"
+
+    def __init__(self, params: dict) -> None:
+        params = dict(params)
+        params.setdefault("step", "closed-form")
+        super().__init__(params)
+        self.client_size = int(self.params.get("client_size", 100))
+        self.clients_per_round = int(self.params.get("clients_per_round", 10))
+        self.candidates_per_round = int(self.params.get("candidates_per_round", 20))
+        if min(self.client_size, self.clients_per_round, self.candidates_per_round) < 1:
+            raise ValueError("client size, clients per round and candidates per round must be at least 1")
+
+    def setup(self, data, proto, seed: int = 0) -> None:
+        super().setup(data, proto, seed)
+        # Row j of domain k (in the global row order) belongs to client j // client_size.
+        local = np.bincount(data.domain, minlength=self.p).astype(np.int64)
+        _, before = proto.weight_sums(local)
+        position = np.empty(data.n_local, dtype=np.int64)
+        for k in range(self.p):
+            rows = np.nonzero(data.domain == k)[0]
+            position[rows] = before[k] + np.arange(rows.size)
+        self.client = position // self.client_size
+        self.n_clients = np.ceil(self.m / self.client_size).astype(np.int64)
+        nb = self.n_bins
+        # The pool: (feature, threshold bin) for every boundary between value bins.
+        self.pool = np.array([(j, b) for j in range(data.d) for b in range(int(nb[j]) - 1)], dtype=np.int64).reshape(-1, 2)
+        if len(self.pool) == 0:
+            raise ValueError("no feature has two value bins: no candidate stumps")
+
+    def select(self, t: int) -> Optional[Hypothesis]:
+        rng = np.random.default_rng([self.seed, int(t), 0xFED])
+        p, s = self.p, min(self.candidates_per_round, len(self.pool))
+        chosen_clients = [
+            rng.choice(int(self.n_clients[k]), size=min(self.clients_per_round, int(self.n_clients[k])), replace=False)
+            for k in range(p)
+        ]
+        cands = [self.pool[rng.choice(len(self.pool), size=s, replace=False)] for k in range(p)]
+        sampled = np.zeros(self.data.n_local, dtype=bool)
+        for k in range(p):
+            sampled |= (self.domain == k) & np.isin(self.client, chosen_clients[k])
+        rows = np.nonzero(sampled)[0]
+        dom = self.domain[rows]
+        a = self.a[rows]
+        # group (k, r) for r < s holds beta; (k, s) the loss; (k, s + 1) the row count
+        values, groups = [], []
+        for k in range(p):
+            mine = dom == k
+            if not mine.any():
+                continue
+            ak = a[mine] * self.Q[rows[mine], k] * self.data.y[rows[mine]]
+            for r, (j, b) in enumerate(cands[k]):
+                h = np.where(self.data.cols[j, rows[mine]] <= b, 1.0, -1.0)
+                h[self.data.cols[j, rows[mine]] == 255] = -1.0  # missing values go right
+                values.append(ak * h)
+                groups.append(np.full(mine.sum(), k * (s + 2) + r, dtype=np.int32))
+            values.append(a[mine])
+            groups.append(np.full(mine.sum(), k * (s + 2) + s, dtype=np.int32))
+            values.append(np.ones(mine.sum()))
+            groups.append(np.full(mine.sum(), k * (s + 2) + s + 1, dtype=np.int32))
+        v = np.concatenate(values) if values else np.zeros(0)
+        g = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int32)
+        sums = self.proto.reduce_stats(v, g, p * (s + 2)).reshape(p, s + 2)
+        beta, loss, count = sums[:, :s], sums[:, s], sums[:, s + 1]
+        phi = np.where(count > 0, loss / np.maximum(count, 1), 0.0)
+        active = phi >= phi.max() * (1.0 - self.active_tol)
+        score = np.where(active[:, None] & (count[:, None] > 0), np.abs(beta) / np.maximum(count, 1)[:, None], -1.0)
+        k, r = np.unravel_index(int(np.argmax(score)), score.shape)  # ties: lowest domain, then candidate
+        if score[k, r] <= 0:
+            return None
+        j, b = cands[k][r]
+        stump = Stump(int(j), int(b), 1 if beta[k, r] >= 0 else -1, False)
+        # pooled weighted error of Q(k|.) h on the sampled clients of domain k
+        eps = min(max(0.5 * (1.0 - abs(beta[k, r]) / loss[k]), 1e-12), 0.5 - 1e-12)
+        eta = 0.5 * math.log((1 - eps) / eps)
+        metrics = {
+            "domain": int(k),
+            "edge": float(score[k, r]),
+            "phi_estimate": phi.tolist(),
+            "sampled_rows": int(count.sum()),
+            "client_numbers": int(sum(len(c) for c in chosen_clients) * (s + 2) + 0),
+            "q_train_accuracy": self.clf.train_accuracy,
+        }
+        return Hypothesis(stump, eta, metrics, domain=int(k))
