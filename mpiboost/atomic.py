@@ -16,6 +16,10 @@ def temporary_beside(path: str | os.PathLike) -> str:
     path = os.fspath(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path) or ".")
     os.close(fd)
+    # mkstemp makes the file private (0600); give it the permissions a plain open() would.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     return tmp
 
 

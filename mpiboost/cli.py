@@ -396,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "convert",
-        help="convert LIBSVM or CSV to HDF5",
+        help="convert LIBSVM, CSV or Amazon-review files to HDF5",
         description=(convert.__doc__ or "").strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -168,27 +168,36 @@ class DatasetWriter:
             raise InputError(f"{self.path}: directory {parent} does not exist")
         tmp = temporary_beside(self.path)
         self._tmp = tmp
-        self._f = h5py.File(tmp, "w")
-        rows = _chunk_rows(self.d, self.x_dtype.itemsize)
-        kw = {"compression": compression} if compression else {}
-        self._X = self._f.create_dataset(
-            "X", shape=(0, self.d), maxshape=(None, self.d), dtype=self.x_dtype, chunks=(rows, max(1, self.d)), **kw
-        )
-        self._y = self._f.create_dataset("y", shape=(0,), maxshape=(None,), dtype=self.y_dtype, chunks=(max(rows, 4096),), **kw)
-        self._dom = (
-            self._f.create_dataset("domain", shape=(0,), maxshape=(None,), dtype=np.int32, chunks=(max(rows, 4096),), **kw)
-            if with_domain
-            else None
-        )
-        self._f.attrs["mpiboost_format"] = FORMAT_VERSION
-        if feature_names is not None:
-            if len(feature_names) != self.d:
-                raise InputError(f"{len(feature_names)} feature names for {self.d} features")
-            self._f.attrs["feature_names"] = np.array([str(s) for s in feature_names], dtype=h5py.string_dtype())
-        self.domain_names = list(domain_names) if domain_names is not None else None
-        for k, v in (attrs or {}).items():
-            self._f.attrs[k] = v
-        self._extra: dict[str, Any] = {}
+        try:
+            # libver "latest" stores large attributes (thousands of feature names) densely.
+            self._f = h5py.File(tmp, "w", libver="latest")
+        except BaseException:
+            discard(tmp)
+            raise
+        try:
+            rows = _chunk_rows(self.d, self.x_dtype.itemsize)
+            kw = {"compression": compression} if compression else {}
+            self._X = self._f.create_dataset(
+                "X", shape=(0, self.d), maxshape=(None, self.d), dtype=self.x_dtype, chunks=(rows, max(1, self.d)), **kw
+            )
+            self._y = self._f.create_dataset("y", shape=(0,), maxshape=(None,), dtype=self.y_dtype, chunks=(max(rows, 4096),), **kw)
+            self._dom = (
+                self._f.create_dataset("domain", shape=(0,), maxshape=(None,), dtype=np.int32, chunks=(max(rows, 4096),), **kw)
+                if with_domain
+                else None
+            )
+            self._f.attrs["mpiboost_format"] = FORMAT_VERSION
+            if feature_names is not None:
+                if len(feature_names) != self.d:
+                    raise InputError(f"{len(feature_names)} feature names for {self.d} features")
+                self._f.attrs["feature_names"] = np.array([str(s) for s in feature_names], dtype=h5py.string_dtype())
+            self.domain_names = list(domain_names) if domain_names is not None else None
+            for k, v in (attrs or {}).items():
+                self._f.attrs[k] = v
+            self._extra: dict[str, Any] = {}
+        except BaseException:
+            self.discard()
+            raise
 
     def append(self, X: np.ndarray, y: np.ndarray, domain: Optional[np.ndarray] = None) -> None:
         X = np.asarray(X)

@@ -27,7 +27,6 @@ from ...errors import InputError
 from ..format import DatasetWriter
 from .common import (
     BATCH_TOKENS,
-    FEATURE_NAMES_MAX,
     ConvertResult,
     PathLike,
     _check_common,
@@ -45,10 +44,6 @@ LABELS = {LABEL_PREFIX + "positive": 1, LABEL_PREFIX + "negative": -1}
 VOCAB_SIZE = 5000
 _NOT_SEPARATORS = bytes(b for b in range(256) if b not in b" :")
 VOCAB_DATASET = "vocabulary"  # the vocabulary in the data file, one UTF-8 token per feature
-
-
-def _fitting_names_quiet(vocab: list[str]) -> Optional[list[str]]:
-    return vocab if len(vocab) <= FEATURE_NAMES_MAX else None
 
 
 def _reviews(src: _Source, name: str, vmax: float) -> Iterator[tuple[int, int, list[str], list[str]]]:
@@ -221,18 +216,15 @@ def convert_amazon(
     for p in paths:
         _check_common(p, out, limit)
     if vocab_in is not None and (vocab_from or vocab_size is not None):
-        raise InputError(f"--vocab-in gives the vocabulary; it does not go with {'--vocab-from' if vocab_from else '--vocab-size'}")
+        other = "--vocab-from" if vocab_from else "--vocab-size"
+        raise InputError(f"--vocab-in gives the vocabulary; it does not go with {other}")
     if vocab_size is not None and vocab_size < 1:
         raise InputError(f"--vocab-size must be at least 1, got {vocab_size}")
     if domain_per_file and domain is not None:
         raise InputError("--domain-per-file and --domain are two ways to set the domains; use one")
     if domain is not None and not domain.strip():
         raise InputError("--domain needs a non-empty name")
-    _check_side_out(vocab_out, "--vocab-out", out)
-    if vocab_out is not None:
-        for p in [*paths, *(vocab_from or []), *([vocab_in] if vocab_in is not None else [])]:
-            if os.path.exists(p) and os.path.exists(vocab_out) and os.path.samefile(p, vocab_out):
-                raise InputError(f"{os.fspath(vocab_out)}: --vocab-out would overwrite an input file")
+    _check_side_out(vocab_out, "--vocab-out", out, [*paths, *(vocab_from or [])])
     vmax = _value_max(x_dtype)
 
     if vocab_in is not None:
@@ -279,7 +271,7 @@ def convert_amazon(
         d,
         x_dtype=x_dtype,
         with_domain=with_domain,
-        feature_names=_fitting_names_quiet(vocab),
+        feature_names=vocab,
         domain_names=dom_names if with_domain else None,
         attrs=attrs,
         compression=compression,
@@ -328,7 +320,7 @@ def convert_amazon(
                         break  # the file is done
         if w.n == 0:
             raise InputError(f"{', '.join(paths)}: no reviews")
-        # Always stored (feature_names only fits up to FEATURE_NAMES_MAX tokens).
+        # The vocabulary also as a dataset: one UTF-8 token per feature, for other tools.
         w.add_array(VOCAB_DATASET, np.array([tok.encode("utf-8") for tok in vocab]))
         if vocab_out is not None:
             write_vocabulary(vocab_out, ranked)

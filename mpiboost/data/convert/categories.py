@@ -93,7 +93,8 @@ class _Collector:
         self.categorical: dict[str, bool] = {k: k in explicit for k in self.cols}
         self.values: dict[str, set] = {k: set() for k in self.cols}
         self.overflow: dict[str, bool] = {k: False for k in self.cols}
-        self.first_text: dict[str, tuple[str, int, str]] = {}  # auto key -> (file, line, value) that made it categorical
+        # auto key -> (file, line, value) that made the column categorical
+        self.first_text: dict[str, tuple[str, int, str]] = {}
 
     def rebind(self, cols: dict[str, int]) -> None:
         """Column indices in the next source file (same keys)."""

@@ -21,10 +21,6 @@ CHUNK_BYTES = 64 << 20
 # the rows are.
 BATCH_TOKENS = 1 << 18
 INDEX_MAX = 2**31 - 1
-# DatasetWriter stores feature_names as an HDF5 attribute in the default (oldest)
-# file format, where one attribute must fit in 64 KiB: 16 bytes a name, so
-# about 4,090 names at most. Wider files are written without feature_names.
-FEATURE_NAMES_MAX = 4000
 _LABEL_CACHE_MAX = 10_000
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -205,19 +201,7 @@ class _DomainCounts:
         return out
 
 
-def _fitting_names(names: Optional[Sequence[str]]) -> Optional[list[str]]:
-    """``names`` if DatasetWriter can store them as an attribute, else None (with a note)."""
-    if names is None or len(names) <= FEATURE_NAMES_MAX:
-        return None if names is None else list(names)
-    print(
-        f"mpiboost: note: {len(names):,} features are too many for the feature_names attribute "
-        f"(at most {FEATURE_NAMES_MAX:,}); the file has none",
-        file=sys.stderr,
-    )
-    return None
-
-
-def _check_side_out(path: Optional[PathLike], option: str, out: PathLike) -> None:
+def _check_side_out(path: Optional[PathLike], option: str, out: PathLike, inputs: Sequence[PathLike] = ()) -> None:
     """Checks on a side file written beside the data (--vocab-out, --categories-out)."""
     if path is None:
         return
@@ -229,6 +213,9 @@ def _check_side_out(path: Optional[PathLike], option: str, out: PathLike) -> Non
         raise InputError(f"{p}: directory {parent} does not exist ({option})")
     if os.path.abspath(p) == os.path.abspath(os.fspath(out)):
         raise InputError(f"{p}: {option} is the same file as --out")
+    for q in inputs:
+        if os.path.exists(p) and os.path.exists(q) and os.path.samefile(p, q):
+            raise InputError(f"{p}: {option} would overwrite an input file")
 
 
 def _write_text_atomic(path: PathLike, text: str) -> None:

@@ -38,7 +38,6 @@ from .common import (
     _chunk_rows,
     _Counts,
     _DomainCounts,
-    _fitting_names,
     _Invalid,
     _LabelMap,
     _Retry,
@@ -175,7 +174,9 @@ class _Table:
         if self.names is not None:
             if key in self.names:
                 if self.names.count(key) > 1:
-                    raise InputError(f"{self.where}: column '{key}' ({what}) is ambiguous: {self.names_from} has it twice")
+                    raise InputError(
+                        f"{self.where}: column '{key}' ({what}) is ambiguous: {self.names_from} has it twice"
+                    )
                 return self.names.index(key)
             raise InputError(f"{self.where}: column '{key}' ({what}) is not in {self.names_from}")
         if key.isdigit() and int(key) < self.ncols:
@@ -652,7 +653,8 @@ def convert_csv(
     if max_categories < 1:
         raise InputError(f"--max-categories must be at least 1, got {max_categories}")
     if domain_column is None and (domain_map is not None or keep_domain_feature):
-        raise InputError(f"{'--domain-map' if domain_map is not None else '--keep-domain-feature'} needs --domain-column")
+        option = "--domain-map" if domain_map is not None else "--keep-domain-feature"
+        raise InputError(f"{option} needs --domain-column")
     if isinstance(categorical, str) and categorical.strip() == "auto":
         cat_spec: Union[None, str, list[str]] = "auto"
     else:
@@ -663,7 +665,7 @@ def convert_csv(
         raise InputError("--categories-from needs --categorical (the columns to collect categories of)")
     if categories_out is not None and cat_spec is None and categories_in is None:
         raise InputError("--categories-out needs --categorical or --categories-in")
-    _check_side_out(categories_out, "--categories-out", out)
+    _check_side_out(categories_out, "--categories-out", out, [path, *(categories_from or [])])
     dmap = _DomainMap(domain_map) if domain_map is not None else None
     opts = _ReadOptions(delim, header, given_names, skip_lines, comment_char)
     labels = _LabelMap(positive_label, numeric=False, strip=label_strip)
@@ -731,7 +733,7 @@ def convert_csv(
             raise InputError(f"{t.where}: no features: every feature column is categorical without categories")
         if n_features is not None and n_features != d:
             raise InputError(f"{t.where}: --n-features {n_features}, but the file gives {d} features")
-        feature_names = _fitting_names(parser.feature_names(t.names))
+        feature_names = parser.feature_names(t.names)
         attrs = {"source": os.path.basename(name), "source_format": "csv"}
         if categorical_cols:
             attrs["categorical_columns"] = ",".join(key for key, _ in categorical_cols.values())
