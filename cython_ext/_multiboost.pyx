@@ -16,26 +16,20 @@ def domain_units(const double[::1] a, const double[:, ::1] Q, const int[::1] dom
                  int column=-1):
     """``g[i] = round(a[i] * Q[i, c] * domain_scale[domain[i]] * 2**shift) * y[i]``.
 
-    ``c`` is the row's own domain (``column = -1``) or the given domain.
-    ``domain_scale[l]`` is 1/m_l for an active domain and 0 for an inactive
-    one. Returns the per-domain totals of the (unsigned) units.
+    ``c`` is the row's own domain (``column = -1``) or the given domain;
+    ``domain_scale[l]`` weighs the rows of domain l (0 leaves them out).
     """
     cdef idx_t n = a.shape[0], p = Q.shape[1], i
     cdef double scale = ldexp(1.0, shift), v
-    cdef fixed_t u
     if Q.shape[0] != n or domain.shape[0] != n or y.shape[0] != n or g.shape[0] != n:
         raise ValueError("shape mismatch")
     if column >= p:
         raise ValueError("column out of range")
-    totals = np.zeros(p, dtype=np.int64)
-    cdef fixed_t[::1] T = totals
-    with nogil:
-        for i in range(n):
-            v = a[i] * Q[i, domain[i] if column < 0 else column] * domain_scale[domain[i]] * scale
-            u = <fixed_t> (v + 0.5)
-            T[domain[i]] += u
-            g[i] = u * y[i]
-    return totals
+    if n == 0:
+        return
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
+        v = a[i] * Q[i, domain[i] if column < 0 else column] * domain_scale[domain[i]] * scale
+        g[i] = (<fixed_t> (v + 0.5)) * y[i]
 
 
 def step_directions(const bin_t[::1] col, const signed char[::1] y, const double[::1] qk,
@@ -50,42 +44,33 @@ def step_directions(const bin_t[::1] col, const signed char[::1] y, const double
         u[i] = y[i] * qk[i] * stump_value(col[i], bin, <signed char> left, missing_left)
 
 
-def moments(const double[::1] a, const double[::1] u, const int[::1] domain, double eta, int n_domains):
-    """Exact sum terms, per domain k, of ``a_i e^{-eta u_i}``, ``u_i a_i e^{-eta u_i}``, ``u_i^2 a_i e^{-eta u_i}``.
+def moments(const double[::1] a, const double[::1] u, const int[::1] domain, double eta, int n_domains, int shift):
+    """Per domain k, the sums of ``a_i e^{-eta u_i}``, ``u_i a_i e^{-eta u_i}`` and ``u_i^2 a_i e^{-eta u_i}``.
 
-    Returns a list of ``3 * n_domains`` float64 arrays (moment m of domain k at
-    index ``3k + m``); merge over ranks with ``math.fsum``.
+    Each row's terms are rounded to int64 units of ``2**-shift`` on their own,
+    so the sums are exact integers and the same for any split of the rows; the
+    caller picks ``shift`` from a global bound on the terms (|u| <= 1).
+    Returns an int64 array ``(n_domains, 3)``.
     """
-    cdef idx_t n = a.shape[0], i, k, t, nt, lo, hi
-    cdef double e, ui
-    cdef int ok = 1
-    cdef mb_i128* acc
-    cdef mb_i128* base
+    cdef idx_t n = a.shape[0], i, t, nt, lo, hi, k
+    cdef double e, ui, scale = ldexp(1.0, shift)
     if u.shape[0] != n or domain.shape[0] != n:
         raise ValueError("shape mismatch")
-    nt = max(1, min(mb_get_max_threads(), n // 65536))
-    store = np.zeros(nt * 3 * n_domains * 2048 * 2, dtype=np.int64)
-    base = <mb_i128*> cnp.PyArray_DATA(store)
+    nt = max(1, min(mb_get_max_threads(), n // 32768))
+    acc = np.zeros((nt, 3 * n_domains + 8), dtype=np.int64)  # padded against false sharing
+    cdef fixed_t[:, ::1] A = acc
     if n:
         for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
             lo = t * n // nt
             hi = (t + 1) * n // nt
-            acc = base + t * 3 * n_domains * 2048
             for i in range(lo, hi):
                 ui = u[i]
-                e = a[i] * exp(-eta * ui)
-                k = 3 * domain[i] * 2048
-                ok &= mb_acc_add1(acc + k, e)
-                ok &= mb_acc_add1(acc + k + 2048, ui * e)
-                ok &= mb_acc_add1(acc + k + 4096, ui * ui * e)
-    if not ok:
-        raise FloatingPointError("overflow in the line search sums (margins too large)")
-    for t in range(1, nt):
-        for k in range(3 * n_domains):
-            mb_acc_merge(base + k * 2048, base + (t * 3 * n_domains + k) * 2048)
-    buf = np.empty(3 * 2048, dtype=np.float64)
-    cdef double[::1] b = buf
-    return [buf[: mb_acc_terms(base + k * 2048, &b[0])].copy() for k in range(3 * n_domains)]
+                e = a[i] * exp(-eta * ui) * scale
+                k = 3 * domain[i]
+                A[t, k] += <fixed_t> (e + 0.5)
+                A[t, k + 1] += <fixed_t> (ui * e + (0.5 if ui >= 0 else -0.5))
+                A[t, k + 2] += <fixed_t> (ui * ui * e + 0.5)
+    return acc[:, : 3 * n_domains].sum(axis=0).reshape(n_domains, 3)
 
 
 def update(double[::1] margin, double[::1] a, const double[::1] u, const signed char[::1] y, double eta):

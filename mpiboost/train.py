@@ -140,6 +140,7 @@ def train(
             done += 1
         comm.bytes.take_round()
 
+    comm.bytes.take_round()  # loading, binning and setup are not part of round 1
     env = RoundEnv(t=done, rounds=rounds, model=algo.model, is_center=comm.is_center)
     for cb in callbacks:
         cb.on_train_begin(env)

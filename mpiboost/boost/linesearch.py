@@ -13,7 +13,7 @@ takes the same steps.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -49,16 +49,23 @@ def _model_argmin(F, F1, F2, x0: float, lo: float, hi: float) -> float:
 
 
 def minimize_max(
-    evaluate: Evaluate, eta0: float, *, rtol: float = 1e-10, max_evals: int = 60, max_eta: float = 50.0
+    evaluate: Evaluate,
+    eta0: float,
+    *,
+    rtol: float = 1e-7,
+    max_evals: int = 60,
+    max_eta: float = 50.0,
+    at_zero: Optional[tuple] = None,
 ) -> tuple[float, int]:
     """``argmin_{0 <= eta <= max_eta} max_l F_l(eta)`` for convex F_l; returns ``(eta, evaluations)``.
 
     ``evaluate(eta)`` returns arrays ``(F, F', F'')`` over l. ``eta0 > 0`` is
     the first guess. The result is 0 when no step decreases the maximum;
     ``max_eta`` caps the step when the maximum keeps decreasing (separable data).
+    ``at_zero``, the caller's ``evaluate(0)`` if it has it, saves an evaluation.
     """
-    F, F1, F2 = evaluate(0.0)
-    evals = 1
+    F, F1, F2 = at_zero if at_zero is not None else evaluate(0.0)
+    evals = 0 if at_zero is not None else 1
     top = F.max()
     active = F >= top * (1 - 1e-12)
     if F1[active].max() >= 0:

@@ -118,8 +118,9 @@ class MultiBoost:
 
     # ---------------------------------------------------------------- rounds
     def _phi(self) -> np.ndarray:
-        """Exact F_k of the current ensemble, per domain."""
+        """Exact F_k of the current ensemble, per domain (and the largest row weight)."""
         sums = self.proto.reduce_stats(self.a, self.domain, self.p)
+        self.a_max = self.proto.reduce_max(float(self.a.max()) if self.a.size else 0.0)
         return sums / self.m
 
     def _softmax(self, F: np.ndarray) -> tuple[np.ndarray, float]:
@@ -135,7 +136,7 @@ class MultiBoost:
     def select(self, t: int) -> Optional[Hypothesis]:
         phi = self._phi()
         pi, tau = self._softmax(phi)
-        candidates = np.nonzero(pi >= pi.max() * self.active_tol)[0]
+        candidates = np.nonzero(pi >= pi.max() * self.active_tol)[0]  # the active domains
         scale = pi / self.m
         # Units of 2**-shift: sum_i pi_l a_i Q / m_l <= sum_l pi_l F_l <= max F.
         shift = int(61 - math.ceil(math.log2(max(float(phi.max()), 1e-300))))
@@ -183,8 +184,17 @@ class MultiBoost:
         self._pending = (stump, k)
 
     def _moments(self, eta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        terms = _multiboost.moments(self.a, self.u, self.domain, eta, self.p)
-        sums = self.proto.reduce_terms(terms).reshape(self.p, 3) / self.m[:, None]
+        """Per-domain F_l(eta), F_l'(eta), F_l''(eta): exact fixed-point sums over the rows.
+
+        Every term is at most ``max_i a_i e^|eta|`` (|u| <= 1), so with n rows
+        the sums stay below 2**62 in units of 2**-shift.
+        """
+        bound = self.a_max * math.exp(abs(eta)) * self.data.n_global
+        shift = int(61 - math.ceil(math.log2(max(bound, 1e-300))))
+        local = _multiboost.moments(self.a, self.u, self.domain, eta, self.p, shift).ravel() if self.data.n_local else (
+            np.zeros(3 * self.p, dtype=np.int64)
+        )
+        sums = self.proto.reduce_counts(local).reshape(self.p, 3) * 2.0**-shift / self.m[:, None]
         # d/deta of sum a e^{-eta u} is -sum u a e^{-eta u}
         return sums[:, 0], -sums[:, 1], sums[:, 2]
 
@@ -196,7 +206,8 @@ class MultiBoost:
 
     def _step(self, stump: Stump, k: int, t: int, tau: float) -> tuple[float, dict]:
         self._directions(stump, k)
-        F0, F1, _ = self._moments(0.0)
+        zero = self._moments(0.0)
+        F0, F1, _ = zero
         # per-domain weighted error of Q(k|.) h (Lemma 1): eps_l = (1 - E_D[u]) / 2
         eps = np.clip(0.5 * (1.0 + F1 / F0), 1e-12, 1 - 1e-12)
         closed = 0.5 * math.log((1 - eps[k]) / eps[k])
@@ -212,8 +223,10 @@ class MultiBoost:
         if self.step == "lemma1":
             return bound_eta, info
         start = bound_eta if bound_eta > 0 else max(closed, 1e-3)
-        eta, evals = minimize_max(self._objective(tau), start)
-        info["line_search_evals"] = evals
+        # The moments at 0 are known already: the search starts from them.
+        at_zero = zero if tau <= 0 else _softmax_of(lambda _eta: zero, tau)(0.0)
+        eta, evals = minimize_max(self._objective(tau), start, at_zero=at_zero)
+        info["line_search_evals"] = evals + 1
         return eta, info
 
     def apply(self, h: Hypothesis) -> dict:
