@@ -181,6 +181,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             clients_per_round=args.clients_per_round,
             candidates_per_round=args.candidates_per_round,
         )
+    if args.q_data:
+        params["q_data"] = [os.path.basename(str(f)) for f in args.q_data]  # a resumed run must use the same rows
     if args.weak_learner == "sample":
         if args.samples:
             params["n_samples"] = args.samples
@@ -210,6 +212,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         dedicated_coordinator=args.dedicated_coordinator,
         threads=args.threads,
         resume=resume,
+        q_data=args.q_data,
     )
     if comm.is_center:
         result.model.save(args.model)
@@ -439,6 +442,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="MultiBoost: domains whose soft-max weight is at least this fraction of the largest "
                    "propose stumps (default 1e-3)")
     p.add_argument("--q-l2", type=float, default=1.0, help="MultiBoost: L2 penalty of the domain classifier (default 1)")
+    p.add_argument("--q-data", nargs="+", metavar="U.h5",
+                   help="MultiBoost/FedMultiBoost: extra rows that only train the domain classifier Q "
+                        "(labels unused; domains matched to the training domains by name)")
     p.add_argument("--client-size", type=int, default=100, help="FedMultiBoost: rows per client (default 100)")
     p.add_argument("--clients-per-round", type=int, default=10,
                    help="FedMultiBoost: clients sampled per domain per round (default 10)")

@@ -16,7 +16,7 @@ from . import boost
 from ._ext import _openmp, _weights
 from .boost.base import Hypothesis
 from .callbacks import Callback, RoundEnv
-from .data.load import load
+from .data.load import load, load_raw
 from .errors import InputError
 from .model import Model
 from .protocol import Protocol
@@ -45,6 +45,35 @@ def _check_resume(ckpt: Model, algorithm: str, params: dict) -> None:
         raise InputError("checkpoint parameters differ from this run's: " + ", ".join(differ))
 
 
+def _load_q_data(comm, paths: Sequence[str], shard, dedicated_coordinator: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Collective: this rank's block of the extra Q rows, with domain ids of the training data."""
+    extra = load_raw(comm, paths, task=None, dedicated_coordinator=dedicated_coordinator)
+    if extra.d != shard.d:
+        raise InputError(f"--q-data files have {extra.d} features but the training data has {shard.d}")
+    names = list(shard.domain_names or [])
+    ids = np.arange(extra.n_domains)
+    extra_names = extra.domain_names
+    if len(extra.files) == 1 and not extra.files[0].has_domain:
+        # One file without a domain column: all its rows are of the domain its attribute names.
+        one = extra.files[0].attrs.get("domain_name")
+        if not one:
+            raise InputError(
+                f"{extra.files[0].path}: --q-data rows need a domain: a 'domain' column, a 'domain_name' "
+                "attribute, or one file per domain"
+            )
+        extra_names = [str(one)]
+    if extra_names and names:
+        unknown = [nm for nm in extra_names if nm not in names]
+        if unknown:
+            raise InputError(
+                f"--q-data domain {unknown[0]!r} is not a training domain (training domains: {', '.join(names)})"
+            )
+        ids = np.array([names.index(nm) for nm in extra_names])
+    elif extra.n_domains > shard.n_domains:
+        raise InputError(f"--q-data has {extra.n_domains} domains but the training data has {shard.n_domains}")
+    return extra.X, ids[extra.domain].astype(np.int32)
+
+
 def train(
     comm,
     data: Sequence[str],
@@ -58,6 +87,7 @@ def train(
     dedicated_coordinator: bool = False,
     threads: Optional[int] = None,
     resume: Optional[Model] = None,
+    q_data: Optional[Sequence[str]] = None,
 ) -> TrainResult:
     """Collective: train ``algorithm`` for ``rounds`` rounds on the rows of ``data``.
 
@@ -77,6 +107,10 @@ def train(
         A partial model (checkpoint) of the same run: its rounds are replayed
         (``apply`` only) and training continues after them, giving the same
         model as an uninterrupted run.
+    q_data
+        Extra files whose rows only train the domain classifier Q(k|x) of
+        MultiBoost / FedMultiBoost (their labels are not used). Their domains
+        are matched to the training domains by name.
 
     Returns
     -------
@@ -99,6 +133,10 @@ def train(
         vshard = load(
             comm, valid, task="binary", dedicated_coordinator=dedicated_coordinator, bins=shard.bins, keep_raw=raw
         )
+    if q_data:
+        if not raw:
+            raise InputError(f"--q-data is for the algorithms with a domain classifier, not {algorithm}")
+        shard.q_extra = _load_q_data(comm, q_data, shard, dedicated_coordinator)
     t_loaded = clock()
 
     proto = Protocol(comm)

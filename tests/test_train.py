@@ -170,6 +170,33 @@ def test_multisource_algorithms_same_model_for_any_number_of_ranks(ms_data, tmp_
         assert report["agnostic_error"] < 0.15
 
 
+def test_q_data_trains_the_domain_classifier_on_extra_rows(ms_data, tmp_path):
+    """--q-data rows enter Q only: the model differs from a run without them, not between rank counts."""
+    train, _ = ms_data
+    extra = tmp_path / "extra.h5"
+    assert run_cli(["synth", "multisource", "--n", "5000", "--seed", "7", "--out", str(extra)]).returncode == 0
+    exports = set()
+    for n in (1, 3):
+        model = tmp_path / f"q{n}.h5"
+        _train(train, model, "--algo", "multiboost", "--q-data", str(extra), n=n, rounds=4)
+        exports.add(_export(model))
+    assert len(exports) == 1
+    with_extra = json.loads(exports.pop())
+    _train(train, tmp_path / "plain.h5", "--algo", "multiboost", rounds=4)
+    plain = json.loads(_export(tmp_path / "plain.h5"))
+    assert with_extra["domain_classifier"]["W"] != plain["domain_classifier"]["W"]
+    assert with_extra["params"]["q_data"] == ["extra.h5"]
+    # A domain that the training data does not have is an input error.
+    other = tmp_path / "other.h5"
+    assert run_cli(["synth", "multisource", "--n", "300", "--domains", "4", "--seed", "8", "--out", str(other)]).returncode == 0
+    proc = run_cli(["train", "--algo", "multiboost", "--data", str(train), "--rounds", "2", "--model",
+                    str(tmp_path / "bad.h5"), "--q-data", str(other), "--quiet"], n=2)
+    assert proc.returncode == 2 and "domain4" in proc.stderr and not (tmp_path / "bad.h5").exists()
+    proc = run_cli(["train", "--algo", "adaboost", "--data", str(train), "--rounds", "2", "--model",
+                    str(tmp_path / "bad.h5"), "--q-data", str(extra), "--quiet"])
+    assert proc.returncode == 2 and "--q-data" in proc.stderr
+
+
 @pytest.mark.parametrize("algo", ["smoothboost", "adaboost", "multiboost"])
 def test_same_model_for_any_number_of_threads(tmp_path, algo):
     """Enough rows that every kernel splits its work over the threads."""

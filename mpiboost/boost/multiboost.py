@@ -91,7 +91,11 @@ class MultiBoost:
         self.m = np.asarray(data.domain_counts, dtype=np.float64)
         if (self.m == 0).any():
             raise ValueError("every domain needs at least one training row")
-        self.clf = proto.fit_domain_classifier(data.X, data.domain, self.p, l2=float(self.params.get("q_l2", 1.0)))
+        qX, qdom = data.X, data.domain
+        if getattr(data, "q_extra", None) is not None:
+            qX = np.concatenate([np.asarray(data.X, dtype=np.float64), np.asarray(data.q_extra[0], dtype=np.float64)])
+            qdom = np.concatenate([data.domain, data.q_extra[1]])
+        self.clf = proto.fit_domain_classifier(qX, qdom, self.p, l2=float(self.params.get("q_l2", 1.0)))
         self.Q = np.ascontiguousarray(self.clf.proba(data.X))
         n = data.n_local
         self.margin = np.zeros(n)  # y f(x)

@@ -73,6 +73,7 @@ class Shard:
     domain_counts: Optional[np.ndarray] = None
     timings: dict = field(default_factory=dict)  # seconds: read, bin_edges, bin
     X: Optional[np.ndarray] = None  # (n_local, d) raw values (load_raw only)
+    q_extra: Optional[tuple] = None  # (X, domain) of extra rows for the domain classifier only
 
     @property
     def n_local(self) -> int:
