@@ -286,6 +286,14 @@ def command_line() -> str:
     return " ".join(["python", rel, *sys.argv[1:]])
 
 
+def publish(body: str, out: Optional[Path] = None) -> None:
+    """Print a table with its command and provenance (and write it to ``out``)."""
+    text = "\n".join([f"Command: `{command_line()}`", "", provenance(), "", body])
+    print(text)
+    if out:
+        out.write_text(text + "\n")
+
+
 class Records:
     """Raw results of a table, one JSON object per line, for re-rendering (--render-only)."""
 

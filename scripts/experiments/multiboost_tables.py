@@ -257,6 +257,15 @@ def f3(values) -> str:
     return f"{v.mean():.3f} ± {v.std(ddof=1):.3f}"
 
 
+def _paired_p(diff: np.ndarray) -> float:
+    """One-sided paired t-test p-value for 'the mean difference is below 0'."""
+    from scipy import stats
+
+    if np.allclose(diff, diff[0]):
+        return 0.0 if diff[0] < 0 else 1.0
+    return float(stats.ttest_1samp(diff, 0.0, alternative="less").pvalue)
+
+
 def render(args, rec: C.Records) -> str:
     out = []
     for dataset in args.datasets:
@@ -282,6 +291,18 @@ def render(args, rec: C.Records) -> str:
                 table.append([label, *[f3([r["per_domain"][n] for r in rs]) for n in names],
                               f3([r["uniform"] for r in rs]), f3([r["agnostic"] for r in rs]),
                               f"{np.mean([r['seconds'] for r in rs]):.1f}"])
+        paired = []
+        base = {r["split"]: r["agnostic"] for r in rows_all if r["method"] == "adaboost-all"}
+        for method in ("multiboost", "fedmultiboost"):
+            for config in configs:
+                rs = [r for r in rows_all if r["method"] == method and r["config"] == config and r["split"] in base]
+                if len(rs) < 2:
+                    continue
+                diff = np.array([r["agnostic"] - base[r["split"]] for r in rs])
+                p_value = _paired_p(diff)
+                paired.append(f"{LABEL[method]}{f' ({config})' if config else ''} − AdaBoost-all: "
+                              f"{diff.mean():+.4f} ± {diff.std(ddof=1):.4f}, lower in {int((diff < 0).sum())} of "
+                              f"{len(diff)} runs, one-sided paired t-test p = {p_value:.3g}")
         n_runs = len({r["split"] for r in rows_all})
         what = (f"{len(args.use_folds)} of {args.folds} cross-validation folds" if dataset == "adult"
                 else f"{n_runs} random 80/20 splits (seeds {', '.join(map(str, args.splits))})")
@@ -289,6 +310,8 @@ def render(args, rec: C.Records) -> str:
                 f"`mpiexec -n {args.nproc}` × {args.threads} thread"
                 + (f", MultiBoost/FedMultiBoost options `{args.extra}`" if args.extra else "") + ".", "",
                 C.markdown_table(head, table), ""]
+        if paired:
+            out += ["Agnostic error, paired by run: " + "; ".join(paired) + ".", ""]
         q = [r["q_train_accuracy"] for r in rows_all if r.get("q_train_accuracy") is not None]
         if q:
             out += [f"Domain classifier Q: training accuracy {np.mean(q):.3f} (mean over runs).", ""]
@@ -304,10 +327,7 @@ def main(argv=None) -> int:
     rec = C.Records(args.workdir / "results" / "multiboost.jsonl", fresh=not (args.resume or args.render_only))
     if not args.render_only:
         run_all(args, rec)
-    text = "\n".join([f"Command: `{C.command_line()}`", "", C.provenance(), "", render(args, rec)])
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    C.publish(render(args, rec), args.out)
     return 0
 
 

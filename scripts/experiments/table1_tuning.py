@@ -331,10 +331,7 @@ def main(argv=None) -> int:
     picks = chosen(args, ranked)
     if not args.render_only:
         final(args, rec, picks)
-    text = "\n".join([f"Command: `{C.command_line()}`", "", C.provenance(), "", render(args, rec, ranked, picks)])
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    C.publish(render(args, rec, ranked, picks), args.out)
     return 0
 
 

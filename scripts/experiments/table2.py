@@ -203,10 +203,7 @@ def main(argv=None) -> int:
     rec = C.Records(args.workdir / "results" / "table2.jsonl", fresh=not (args.resume or args.render_only))
     if not args.render_only:
         run_all(args, rec, peers)
-    text = "\n".join([f"Command: `{C.command_line()}`", "", C.provenance(), "", render(args, rec, peers, notes)])
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
+    C.publish(render(args, rec, peers, notes), args.out)
     return 0
 
 
