@@ -17,6 +17,7 @@ import numpy as np
 from ._ext import _exact, _logistic
 
 _EVALUATE, _STOP = 1, 0
+_FTOL = 64 * np.finfo(np.float64).eps
 
 
 @dataclass
@@ -112,13 +113,19 @@ def fit(
     *,
     l2: float = 1.0,
     max_iter: int = 200,
-    tol: float = 1e-8,
+    tol: float = 1e-5,
 ) -> DomainClassifier:
     """Collective: fit Q(k|x) on this rank's raw rows ``X`` with domain labels ``domain``.
 
     Minimizes ``(1/n) sum_i -log Q(domain_i|x_i) + (l2/2n) ||W[:d]||^2`` (the
     penalty scaled like the loss, as in scikit-learn's ``C = 1/l2``) by L-BFGS
-    on the center.
+    on the center, which stops when no gradient component exceeds ``tol`` in
+    size, when the objective no longer moves (``ftol = 64 eps``, as
+    scikit-learn), or after ``max_iter`` iterations. ``tol = 1e-5`` is ten
+    times tighter than scikit-learn's default: Q weighs every row of every
+    boosting round, and the fit is cheap. Near-collinear features (one-hot
+    groups) leave directions of W that the loss hardly sees; the fit stops
+    before they settle, but Q does not depend on them.
 
     Parameters
     ----------
@@ -191,7 +198,7 @@ def fit(
             g = _logistic.standardized_gradient(s[1:].reshape(d + 1, p), center).ravel() * unit / n + l2 * w / n
             return f, g
 
-        res = minimize(fg, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-15})
+        res = minimize(fg, theta0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": tol, "ftol": _FTOL})
         theta, iterations = res.x, int(res.nit)
         if comm.size > 1:
             comm.bcast((_STOP, theta))
