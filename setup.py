@@ -14,7 +14,11 @@ from setuptools import Extension, setup
 
 HERE = Path(__file__).parent
 openmp = os.environ.get("MPIBOOST_NO_OPENMP", "0") != "1" and sys.platform != "win32"
-compile_args = ["-O3"]
+# No FMA contraction: a fused a * b + c rounds differently from the separate
+# operations, and a compiler may fuse in one copy of a loop (its vector body)
+# but not in another (its scalar remainder) or only on some targets (aarch64,
+# -march=native), so a row's arithmetic would depend on where the row lies.
+compile_args = ["-O3", "-ffp-contract=off"]
 link_args = []
 if openmp:
     compile_args.append("-fopenmp")

@@ -11,13 +11,18 @@ int64 sums of such units are exact and associative.
 """
 import numpy as np
 cimport numpy as cnp
-from libc.math cimport fabs, ldexp
+from libc.math cimport fabs, ldexp, fma, isnan, isinf
+from libc.stdlib cimport malloc, realloc, free
 from cython.parallel cimport prange
 
 from _superacc cimport mb_i128, mb_acc_add, mb_acc_add_grouped, mb_acc_merge, mb_acc_terms, mb_get_max_threads, threads_for
 from _typedefs cimport fixed_t, idx_t
 
 cnp.import_array()
+
+ctypedef fused real_t:
+    float
+    double
 
 
 cdef inline idx_t _grow(double* p, idx_t m, double x) noexcept nogil:
@@ -96,6 +101,123 @@ def grouped_partials(const double[::1] x, const int[::1] group, int n_groups):
     if not ok:
         raise ValueError("group id out of range or non-finite value in exact sum")
     return [_terms_to_partials(acc + k * 2048) for k in range(n_groups)]
+
+
+cdef struct _Partials:
+    double* p
+    idx_t m, cap
+
+
+cdef int _push(_Partials* s, double x) noexcept nogil:
+    """Add ``x`` to a growable list of partials; 0 when out of memory."""
+    cdef double* q
+    if s.m + 1 > s.cap:  # _grow adds at most one partial
+        q = <double*> realloc(s.p, 2 * s.cap * sizeof(double))
+        if q == NULL:
+            return 0
+        s.p, s.cap = q, 2 * s.cap
+    s.m = _grow(s.p, s.m, x)
+    return 1
+
+
+def column_partials(const real_t[:, ::1] X, center=None):
+    """Exact per-column sums of a row-major matrix's non-zero values, as partials.
+
+    Without ``center``: the values of each column. With ``center`` (float64,
+    one per column): the squares ``fl((x - center_j)**2)`` of each column's
+    deviations, the terms whose correctly rounded sum is its sum of squares.
+    NaN is skipped. Zeros are only counted: they add nothing to a sum of
+    values, and ``z * fl(center_j**2)`` to a sum of squares, which the caller
+    adds once for the global ``z`` (:func:`exact_products`). One pass over the
+    rows, so the matrix is read once in memory order whatever its shape.
+
+    Parameters
+    ----------
+    X : ndarray of float32 or float64, shape (n, d)
+    center : ndarray of float64, shape (d,), optional
+
+    Returns
+    -------
+    partials : list of d ndarrays of float64
+        Terms whose exact sum is the column's sum over its non-zero values
+        (for :meth:`mpiboost.comm.Comm.sum_terms`).
+    present, zeros : ndarray of int64, shape (d,)
+        Non-NaN values and zeros per column.
+
+    Raises
+    ------
+    ValueError
+        On an infinite value.
+    """
+    cdef idx_t n = X.shape[0], d = X.shape[1], i, j
+    cdef double v, t
+    cdef int ok = 1
+    cdef const double* cp = NULL
+    present = np.zeros(d, dtype=np.int64)
+    zeros = np.zeros(d, dtype=np.int64)
+    cdef cnp.int64_t[::1] pr = present, zr = zeros
+    if center is not None:
+        cen = np.ascontiguousarray(center, dtype=np.float64)
+        if cen.shape != (d,):
+            raise ValueError("center must have one value per column")
+        cp = <const double*> cnp.PyArray_DATA(cen)
+    cdef _Partials* acc = <_Partials*> malloc(max(d, 1) * sizeof(_Partials))
+    if acc == NULL:
+        raise MemoryError()
+    for j in range(d):
+        acc[j].m, acc[j].cap = 0, 4
+        acc[j].p = <double*> malloc(4 * sizeof(double))
+        if acc[j].p == NULL:
+            ok = 0
+    try:
+        if ok:
+            with nogil:
+                for i in range(n):
+                    for j in range(d):
+                        v = X[i, j]
+                        if v == 0:
+                            zr[j] += 1
+                        elif not isnan(v):
+                            pr[j] += 1
+                            if ok != 1:
+                                continue
+                            if isinf(v):
+                                ok = -1
+                                continue
+                            if cp != NULL:
+                                t = v - cp[j]
+                                v = t * t
+                            if not _push(&acc[j], v):
+                                ok = 0
+        if ok < 0:
+            raise ValueError("exact sum of non-finite values")
+        if ok == 0:
+            raise MemoryError()
+        out = []
+        for j in range(d):
+            part = np.empty(acc[j].m)
+            for i in range(acc[j].m):
+                part[i] = acc[j].p[i]
+            out.append(part)
+    finally:
+        for j in range(d):
+            free(acc[j].p)
+        free(acc)
+    return out, present + zeros, zeros
+
+
+def exact_products(const double[::1] a, const double[::1] b):
+    """``(hi, lo)`` with ``hi + lo == a * b`` exactly (barring underflow): ``hi = fl(a b)``."""
+    cdef idx_t n = a.shape[0], i
+    if b.shape[0] != n:
+        raise ValueError("a and b must have the same length")
+    hi = np.empty(n)
+    lo = np.empty(n)
+    cdef double[::1] h = hi, l = lo
+    for i in range(n):
+        h[i] = a[i] * b[i]
+        l[i] = fma(a[i], b[i], -h[i])
+    return hi, lo
 
 
 def to_fixed(const double[::1] x, int shift, fixed_t[::1] out):

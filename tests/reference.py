@@ -56,3 +56,28 @@ def projection(w, cap):
             out = np.minimum(cap, w * lam)
             out[order[:m]] = cap
             return out
+
+
+def logistic_loss_grad(X, mean, scale, label, W):
+    """Loss and gradient sums of multinomial logistic regression, one row at a time.
+
+    ``z = (x - mean) / scale`` with NaN as 0; returns ``(sum_i -log p_i[label_i],
+    G)`` with ``G[j, k] = sum_i z_ij (p_ik - [label_i == k])`` and the bias in
+    row d; each per-row -log p is capped at -log(1e-300). Sums by math.fsum.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    p = W.shape[1]
+    losses, terms = [], [[[] for _ in range(p)] for _ in range(d + 1)]
+    for i in range(n):
+        z = [0.0 if math.isnan(X[i, j]) else (X[i, j] - mean[j]) / scale[j] for j in range(d)] + [1.0]
+        logit = [math.fsum(z[j] * W[j, k] for j in range(d + 1)) for k in range(p)]
+        top = max(logit)
+        tot = math.fsum(math.exp(v - top) for v in logit)
+        losses.append(min(math.log(tot) - (logit[label[i]] - top), -math.log(1e-300)))
+        for k in range(p):
+            r = math.exp(logit[k] - top) / tot - (1.0 if k == label[i] else 0.0)
+            for j in range(d + 1):
+                terms[j][k].append(z[j] * r)
+    G = np.array([[math.fsum(terms[j][k]) for k in range(p)] for j in range(d + 1)]).reshape(d + 1, p)
+    return math.fsum(losses), G

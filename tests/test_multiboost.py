@@ -1,9 +1,11 @@
 """MultiBoost, its domain classifier and its line search."""
 import math
+import warnings
 
 import numpy as np
 import pytest
 
+import reference as ref
 from mpiboost.boost.adaboost import AdaBoost
 from mpiboost.boost.linesearch import exponential_family, minimize_max
 from mpiboost.boost.multiboost import MultiBoost
@@ -13,7 +15,7 @@ from mpiboost.data.load import Layout, Shard
 from mpiboost.data.synth import multisource
 from mpiboost.protocol import Protocol
 from mpiboost import domain_classifier as dc
-from mpiboost._ext import _logistic
+from mpiboost._ext import _exact, _logistic, _openmp
 
 
 def _self_proto():
@@ -32,19 +34,188 @@ def _shard(X, y, domain, n_domains):
     )
 
 
-def test_gradient_matches_finite_differences():
-    rng = np.random.default_rng(0)
-    n, d, p = 200, 4, 3
-    X = rng.standard_normal((n, d))
-    X[rng.random((n, d)) < 0.05] = np.nan  # missing values count as 0
+def _standardization(X):
+    """Column means and standard deviations as the domain classifier takes them (NaN skipped)."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nan_to_num(np.nanmean(X, axis=0)) if X.shape[0] else np.zeros(X.shape[1])
+        std = np.nan_to_num(np.nanstd(X, axis=0)) if X.shape[0] else np.zeros(X.shape[1])
+    return mean, np.where(std > 0, std, 1.0)
+
+
+def _sparse_mask(X, mode):
+    d = X.shape[1]
+    if mode == "dense":
+        return np.zeros(d, dtype=bool)
+    if mode == "sparse":
+        return np.ones(d, dtype=bool)
+    return 4 * (X == 0).sum(axis=0) >= 3 * X.shape[0]  # as fit() chooses
+
+
+def _mixed_rows(rng, n, p, nan=0.03):
+    """Gaussian, count (mostly zero) and one-hot features that depend on the domain."""
     lab = rng.integers(0, p, n).astype(np.int32)
+    gauss = rng.standard_normal((n, 3)) * [1.0, 5.0, 0.1] + lab[:, None] * [0.5, 0.0, -0.03]
+    counts = rng.poisson(0.1 + 0.2 * (lab[:, None] == np.arange(6) % max(p, 1)), (n, 6)).astype(np.float64)
+    onehot = np.eye(4)[rng.integers(0, 4, n)]
+    X = np.hstack([gauss, counts, onehot])
+    X[rng.random(X.shape) < nan] = np.nan
+    return X, lab
+
+
+def _logistic_cases():
+    rng = np.random.default_rng(11)
+    X, lab = _mixed_rows(rng, 600, 3)
+    yield "random", X, lab, rng.standard_normal((X.shape[1] + 1, 3)) * 0.5
+    # skewed: scales 1e-8 .. 1e8, a mean far above the spread, one domain in 95%
+    # of the rows, a lone large count, and weights that push one row past the loss cap
+    n = 500
+    lab = np.where(rng.random(n) < 0.95, 0, rng.integers(1, 3, n)).astype(np.int32)
+    X = np.column_stack([
+        rng.standard_normal(n) * 1e-8, rng.standard_normal(n) * 1e8, 1e6 + rng.standard_normal(n),
+        np.where(rng.random(n) < 0.02, 1e5, 0.0), np.zeros(n),
+    ])
+    X[7, 4] = 60.0
+    W = rng.standard_normal((6, 3))
+    W[4] = [0.0, 40.0, -40.0]
+    yield "skewed", X, lab, W
+    # missing and degenerate: an all-NaN feature, an all-NaN row, a constant feature
+    X, lab = _mixed_rows(rng, 300, 3, nan=0.2)
+    X[:, 1] = np.nan
+    X[5] = np.nan
+    X[:, 2] = 3.0
+    yield "nan", X, lab, rng.standard_normal((X.shape[1] + 1, 3))
+    X, lab = _mixed_rows(rng, 200, 1)
+    yield "one-domain", X, lab, rng.standard_normal((X.shape[1] + 1, 1))
+    yield "one-row", X[:1], lab[:1] * 0 + 1, rng.standard_normal((X.shape[1] + 1, 2))
+    yield "empty", X[:0], lab[:0], rng.standard_normal((X.shape[1] + 1, 3))
+    yield "no-features", X[:, :0], lab * 0, rng.standard_normal((1, 2))
+
+
+@pytest.mark.parametrize("mode", ["dense", "auto", "sparse"])
+@pytest.mark.parametrize("case", list(_logistic_cases()), ids=lambda c: c[0])
+def test_loss_grad_matches_reference(case, mode):
+    """Every layout of the features gives the reference sums, up to the per-term rounding."""
+    name, X, lab, W = case
+    n = X.shape[0]
+    mean, scale = _standardization(X)
+    rows = _logistic.Rows(X, mean, 1.0 / scale, _sparse_mask(X, mode), lab)
+    shift = dc.fixed_point_shift(n, rows.bound)
+    unit = 2.0**-shift
+    loss, G = rows.loss_grad(W, shift)
+    g = _logistic.standardized_gradient(G, rows.center) * unit
+    want_loss, want = ref.logistic_loss_grad(X, mean, scale, lab, W)
+    # half a unit per rounded term, the sparse features' centers times the bias
+    # sum's rounding, and a relative error per row in the probabilities
+    c = float(np.abs(rows.center).max(initial=0.0))
+    atol = (n + 1) * unit * (1.0 + c) + 1e-12 * max(n, 1) * max(rows.bound, 1.0)
+    np.testing.assert_allclose(g, want, rtol=1e-12, atol=atol, err_msg=f"{name} {mode}")
+    assert abs(loss * unit - want_loss) <= (n + 1) * unit + 1e-12 * max(n, 1) * (abs(want_loss) + 1)
+    if name == "empty":
+        assert loss == 0 and not G.any()
+    if name == "one-domain":
+        assert loss == 0 and not G.any()  # p = 1: probability 1, residual 0
+    if name == "skewed":
+        assert want_loss > _logistic.LOSS_CAP  # the capped row is in the case
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_loss_grad_sums_are_split_independent(threads):
+    """Per-rank integer sums add up to the single-process sums for any cut of the rows."""
+    rng = np.random.default_rng(5)
+    n = 9000  # two threads' worth of rows (4096 each), several blocks of 256
+    X, lab = _mixed_rows(rng, n, 3)
+    X[:, 0] *= 1e3
+    mean, scale = _standardization(X)
+    sparse = _sparse_mask(X, "auto")
+    assert sparse.any() and not sparse.all()
+    W = rng.standard_normal((X.shape[1] + 1, 3))
+    before = _openmp.get_max_threads()
+    _openmp.set_num_threads(threads)
+    try:
+        whole = _logistic.Rows(X, mean, 1.0 / scale, sparse, lab)
+        shift = dc.fixed_point_shift(n, whole.bound)
+        loss, G = whole.loss_grad(W, shift)
+        cuts = [[0, n], [0, 0, n, n], [0, 1, 255, 257, 4096, 8191, n], [0, 4500, 4500, n],
+                sorted([0, n, *rng.integers(0, n, 5)])]
+        for cut in cuts:
+            total_loss, total_G = 0, np.zeros_like(G)
+            for a, b in zip(cut[:-1], cut[1:]):
+                part = _logistic.Rows(X[a:b], mean, 1.0 / scale, sparse, lab[a:b])
+                l, g = part.loss_grad(W, shift)
+                total_loss += l
+                total_G += g
+            assert total_loss == loss and np.array_equal(total_G, G), cut
+        assert whole.count_correct(W) == int(((np.nan_to_num((X - mean) / scale) @ W[:-1] + W[-1]).argmax(1) == lab).sum())
+    finally:
+        _openmp.set_num_threads(before)
+
+
+def test_loss_grad_takes_float32_rows():
+    rng = np.random.default_rng(8)
+    X, lab = _mixed_rows(rng, 500, 3)
+    X32 = X.astype(np.float32)
+    mean, scale = _standardization(X32.astype(np.float64))
+    W = rng.standard_normal((X.shape[1] + 1, 3))
+    a = _logistic.Rows(X32, mean, 1.0 / scale, _sparse_mask(X, "auto"), lab)
+    b = _logistic.Rows(X32.astype(np.float64), mean, 1.0 / scale, _sparse_mask(X, "auto"), lab)
+    shift = dc.fixed_point_shift(500, a.bound)
+    la, ga = a.loss_grad(W, shift)
+    lb, gb = b.loss_grad(W, shift)
+    assert la == lb and np.array_equal(ga, gb)
+
+
+def test_loss_grad_rejects_bad_input():
+    X = np.ones((3, 2))
+    rows = _logistic.Rows(X, np.zeros(2), np.ones(2), np.zeros(2, dtype=bool), np.array([0, 1, 2], dtype=np.int32))
+    with pytest.raises(ValueError, match="domain label"):
+        rows.loss_grad(np.zeros((3, 2)), 30)
+    with pytest.raises(ValueError, match="finite"):
+        rows.loss_grad(np.full((3, 3), np.nan), 30)
+    with pytest.raises(ValueError, match="too large"):
+        rows.loss_grad(np.zeros((3, 3)), 45)
+    with pytest.raises(ValueError, match="shape"):
+        rows.loss_grad(np.zeros((2, 3)), 30)
+
+
+def test_moments_are_correctly_rounded():
+    rng = np.random.default_rng(9)
+    n = 2000
+    X = rng.standard_normal((n, 6)) * 10.0 ** rng.uniform(-150, 150, 6) + 10.0 ** rng.uniform(-3, 3, 6)
+    X[rng.random(X.shape) < 0.5] = 0.0
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[:, 4] = np.nan
+    X[:, 5] = 0.0
+    mean, scale, zeros = dc._moments(Comm(_mpi().COMM_SELF), X)
+    for j in range(6):
+        col = X[:, j][~np.isnan(X[:, j])]
+        m = math.fsum(col) / len(col) if len(col) else 0.0
+        assert mean[j] == m
+        sd = math.sqrt(math.fsum((col - m) ** 2) / len(col)) if len(col) > 1 else 0.0
+        assert scale[j] == (sd if sd > 0 else 1.0)
+        assert zeros[j] == int((X[:, j] == 0).sum())
+    with pytest.raises(ValueError, match="non-finite"):
+        _exact.column_partials(np.array([[1.0, np.inf]]))
+
+
+@pytest.mark.parametrize("mode", ["dense", "auto"])
+def test_gradient_matches_finite_differences(mode):
+    rng = np.random.default_rng(0)
+    n, p = 200, 3
+    X, lab = _mixed_rows(rng, n, p, nan=0.05)  # missing values count as the mean (z = 0)
+    d = X.shape[1]
+    mean, scale = _standardization(X)
     W = rng.standard_normal((d + 1, p)) * 0.3
     shift = 40
-    loss, grad = _logistic.loss_grad(X, lab, W, shift)
+    rows = _logistic.Rows(X, mean, 1.0 / scale, _sparse_mask(X, mode), lab)
+    if mode == "auto":
+        assert rows.nnz and rows.n_dense < d
+    loss, G = rows.loss_grad(W, shift)
+    grad = _logistic.standardized_gradient(G, rows.center)
 
     def f(Wx):
-        Xz = np.nan_to_num(X)
-        z = Xz @ Wx[:d] + Wx[d]
+        Z = np.nan_to_num((X - mean) / scale)
+        z = Z @ Wx[:d] + Wx[d]
         z -= z.max(axis=1, keepdims=True)
         logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
         return -logp[np.arange(n), lab].sum()
@@ -59,6 +230,18 @@ def test_gradient_matches_finite_differences():
             Wm[j, k] -= h
             num[j, k] = (f(Wp) - f(Wm)) / (2 * h)
     np.testing.assert_allclose(grad * 2.0**-shift, num, rtol=1e-5, atol=1e-6)
+
+
+def test_dense_shorthand_counts_nan_as_zero():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 4))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    lab = rng.integers(0, 3, 300).astype(np.int32)
+    W = rng.standard_normal((5, 3))
+    loss, G = _logistic.loss_grad(X, lab, W, 40)
+    want_loss, want = ref.logistic_loss_grad(X, np.zeros(4), np.ones(4), lab, W)
+    assert abs(loss * 2.0**-40 - want_loss) < 1e-8
+    np.testing.assert_allclose(G * 2.0**-40, want, atol=1e-8)
 
 
 def test_domain_classifier_separates_multisource_domains():
@@ -77,10 +260,18 @@ def test_domain_classifier_matches_scikit_learn():
     n, d = 1500, 5
     dom = rng.integers(0, 3, n)
     X = rng.standard_normal((n, d)) + dom[:, None] * np.array([1.0, 0, -1, 0.5, 0])
-    clf = dc.fit(Comm(_mpi().COMM_SELF), X, dom, 3, l2=1.0)
     Z = (X - X.mean(0)) / X.std(0)
-    ref = sklearn.LogisticRegression(C=1.0, tol=1e-10, max_iter=2000).fit(Z, dom)
-    np.testing.assert_allclose(clf.W[:d], ref.coef_.T, atol=1e-6)
+    skl = sklearn.LogisticRegression(C=1.0, tol=1e-10, max_iter=2000).fit(Z, dom)
+    # Run to convergence, the fit is scikit-learn's optimum.
+    tight = dc.fit(Comm(_mpi().COMM_SELF), X, dom, 3, l2=1.0, tol=1e-10)
+    np.testing.assert_allclose(tight.W[:d], skl.coef_.T, atol=1e-6)
+    np.testing.assert_allclose(tight.proba(X), skl.predict_proba(Z), atol=1e-6)
+    # The default stops at gradients of 1e-5 (observed here: weights within
+    # 1.1e-4, probabilities within 8e-5 of the optimum).
+    clf = dc.fit(Comm(_mpi().COMM_SELF), X, dom, 3, l2=1.0)
+    assert clf.iterations < tight.iterations
+    np.testing.assert_allclose(clf.W[:d], skl.coef_.T, atol=5e-4)
+    np.testing.assert_allclose(clf.proba(X), skl.predict_proba(Z), atol=3e-4)
 
 
 @pytest.mark.parametrize("seed", range(40))

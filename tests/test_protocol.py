@@ -131,3 +131,24 @@ def test_broadcast_hypothesis(comm):
     proto = Protocol(comm)
     v = proto.broadcast_hypothesis([3, 7, -1, 1, 0.25] if comm.is_center else None, 5)
     assert v.tolist() == [3, 7, -1, 1, 0.25]
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_domain_classifier_is_split_independent(comm):
+    """Q(k|x) is the same bits for any cut of the rows, empty parts included (dense, sparse, NaN)."""
+    proto = Protocol(comm)
+    rng = np.random.default_rng(12)
+    n = 3000
+    dom = rng.integers(0, 3, n).astype(np.int32)
+    gauss = rng.standard_normal((n, 3)) * [1.0, 30.0, 1e-3] + dom[:, None] * [0.4, 0.0, -2e-4]
+    counts = rng.poisson(0.05 + 0.25 * (dom[:, None] == np.arange(8) % 3), (n, 8))
+    X = np.hstack([gauss, counts, np.eye(5)[rng.integers(0, 5, n)]]).astype(np.float32)
+    X[rng.random(X.shape) < 0.02] = np.nan
+    single = _self().fit_domain_classifier(X, dom, 3)
+    assert single.train_accuracy > 0.5 and 0 < single.iterations
+    for parts in splits(n, comm.size):
+        a, b = parts[comm.rank]
+        got = proto.fit_domain_classifier(X[a:b], dom[a:b], 3)
+        assert got.W.tobytes() == single.W.tobytes(), parts
+        assert got.mean.tobytes() == single.mean.tobytes() and got.scale.tobytes() == single.scale.tobytes()
+        assert (got.iterations, got.train_accuracy) == (single.iterations, single.train_accuracy)
