@@ -82,15 +82,16 @@ def _bessel_i(x: float, count: int) -> np.ndarray:
         if x < 0:
             v[1::2] = -v[1::2]
         return v
-    table = _SERIES.get(count)
-    if table is None:
+    cached = _SERIES.get(count)
+    if cached is None:
         m = np.arange(_SERIES_TERMS)
         j = np.arange(count)
         lg = np.array([math.lgamma(k + 1.0) for k in range(_SERIES_TERMS + count + 1)])
         table = np.exp(-(lg[m][None, :] + lg[m[None, :] + j[:, None]]))  # 1 / (m! (m+j)!)
-        _SERIES[count] = table
+        cached = _SERIES[count] = (table, j.astype(np.float64), 2.0 * m.astype(np.float64))
+    table, jf, mf = cached
     h = 0.5 * x
-    return h ** np.arange(count) * (table @ (h * h) ** np.arange(_SERIES_TERMS))
+    return np.power(h, jf) * (table @ np.power(h, mf))
 
 
 def _radius(order: int, tol: float = MODEL_TOL) -> float:
@@ -353,16 +354,20 @@ class MultiBoost:
             return closed, info
         if self.step == "sqrt":
             return self.step_c / math.sqrt(t), info
-        # The Lemma-1 bound: F_l <= Phi_l [(1 - eps_l) e^-eta + eps_l e^eta].
-        w = np.stack([F0 * (1 - eps), F0 * eps], axis=1)
-        bound = exponential_family(w, np.tile([1.0, -1.0], (self.p, 1)))
-        bound_eta, _ = minimize_max(bound if tau <= 0 else _softmax_of(bound, tau), max(closed, 1e-3))
         if self.step == "lemma1":
+            # The Lemma-1 bound: F_l <= Phi_l [(1 - eps_l) e^-eta + eps_l e^eta].
+            w = np.stack([F0 * (1 - eps), F0 * eps], axis=1)
+            bound = exponential_family(w, np.tile([1.0, -1.0], (self.p, 1)))
+            bound_eta, _ = minimize_max(bound if tau <= 0 else _softmax_of(bound, tau), max(closed, 1e-3))
             return bound_eta, info
-        start = bound_eta if bound_eta > 0 else max(closed, 1e-3)
         model = self._model(first)
         at_zero = zero if tau <= 0 else _softmax_of(lambda _eta: zero, tau)(0.0)
-        # The model is exact to 1e-10, trial steps cost no pass: search to a tighter tolerance.
+        # Start with Newton's step from 0 on the objective, kept within the
+        # model's reach (trial steps there cost no pass).
+        g1, g2 = float(at_zero[1].max()), float(at_zero[2].max())
+        start = -g1 / g2 if g1 < 0 and g2 > 0 else max(closed, 1e-3)
+        start = min(max(start, 1e-6), first.radius)
+        # The model is exact to 1e-10: search to a tighter tolerance than the rows' passes allowed.
         eta, evals = minimize_max(model if tau <= 0 else _softmax_of(model, tau), start, at_zero=at_zero, rtol=1e-10)
         info["line_search_evals"] = self._passes  # passes over the rows
         info["line_search_order"] = order
