@@ -133,12 +133,44 @@ class Protocol:
         return Sample(Xs, ys, ids) if self.is_center else None
 
     # ------------------------------------------------------ reduce_histograms
-    def reduce_histograms(self, hist: np.ndarray) -> Optional[np.ndarray]:
-        """Exact global (feature, bin) histogram of int64 units, on the center."""
+    def reduce_histograms(self, hist: np.ndarray, n_bins: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+        """Exact global (feature, bin) histograms of int64 units, on the center.
+
+        ``hist`` is one histogram ``(d, 256)`` or several stacked ``(c, d, 256)``
+        (reduced in one collective). With ``n_bins`` (value bins per feature),
+        only the bins a row can fall in travel: ``0 .. n_bins[j] - 1`` and the
+        missing bin 255 of each feature ``j``; the center gets the full array
+        back, zeros elsewhere, bit for bit what the unpacked reduction gives
+        (the bins left out are zero on every rank).
+        """
         with self.comm.primitive("reduce_histograms"):
             if self.comm.size == 1:
                 return hist
-            return self.comm.reduce_int(hist)
+            if n_bins is None:
+                return self.comm.reduce_int(hist)
+            index = self._packing(hist.shape[-2], n_bins)
+            flat = np.ascontiguousarray(hist).reshape(-1, hist.shape[-2] * 256)
+            packed = self.comm.reduce_int(np.ascontiguousarray(flat[:, index]))
+            if packed is None:
+                return None
+            out = np.zeros(flat.shape, dtype=np.int64)
+            out[:, index] = packed
+            return out.reshape(hist.shape)
+
+    def _packing(self, d: int, n_bins: np.ndarray) -> np.ndarray:
+        """Flat positions in a (d, 256) histogram of the bins that can be nonzero (cached)."""
+        n_bins = np.asarray(n_bins, dtype=np.int64)
+        key = (d, n_bins.tobytes())
+        cached = getattr(self, "_packing_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        if n_bins.shape != (d,) or (n_bins < 0).any() or (n_bins > 255).any():
+            raise ValueError("n_bins: one count in [0, 255] per feature")
+        index = np.concatenate(
+            [np.append(np.arange(int(nb)), 255) + 256 * j for j, nb in enumerate(n_bins)]
+        ).astype(np.intp) if d else np.zeros(0, dtype=np.intp)
+        self._packing_cache = (key, index)
+        return index
 
     # --------------------------------------------------- broadcast_hypothesis
     def broadcast_hypothesis(self, packed: Optional[np.ndarray], size: int) -> np.ndarray:
@@ -168,6 +200,14 @@ class Protocol:
         """Exact global integer sums, on every rank."""
         with self.comm.primitive("reduce_stats"):
             return self.comm.allreduce_int(counts)
+
+    def reduce_counts_max(self, counts: np.ndarray, value: float) -> tuple[np.ndarray, float]:
+        """Exact global integer sums and the global maximum of a float ``>= 0``, in one collective."""
+        row = np.append(np.asarray(counts, dtype=np.int64).ravel(), np.array([float(value)]).view(np.int64))
+        with self.comm.primitive("reduce_stats"):
+            table = self.comm.allgather_array(row) if self.comm.size > 1 else row[None, :]
+        # The bits of doubles >= 0 order like the doubles.
+        return table[:, :-1].sum(axis=0), float(table[:, -1].max(initial=0).view(np.float64))
 
     def reduce_max(self, value: float) -> float:
         with self.comm.primitive("reduce_stats"):

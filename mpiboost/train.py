@@ -187,6 +187,7 @@ def train(
     phase = {"select": 0.0, "apply": 0.0, "valid": 0.0}
     last: dict = {}
     t_rounds = clock()
+    sent_before = comm.bytes.sent
     for t in range(done + 1, rounds + 1):
         t0 = clock()
         h = algo.select(t)
@@ -239,7 +240,7 @@ def train(
         "seed": seed,
     }
     totals = comm.bytes.totals()
-    all_ranks = proto.reduce_counts(np.array([comm.bytes.sent, comm.bytes.received]))
+    all_ranks = proto.reduce_counts(np.array([comm.bytes.sent, comm.bytes.received, comm.bytes.sent - sent_before]))
     rss = comm.allgather_array(np.array([peak_rss_bytes(), shard.n_local], dtype=np.int64)) if comm.size > 1 else (
         np.array([[peak_rss_bytes(), shard.n_local]])
     )
@@ -267,6 +268,7 @@ def train(
         "peak_rss_bytes": {"per_rank": rss[:, 0].tolist(), "rows_per_rank": rss[:, 1].tolist()},
         "bytes_center": totals,
         "bytes_all_ranks": {"sent": int(all_ranks[0]), "received": int(all_ranks[1])},
+        "bytes_rounds_all_ranks": int(all_ranks[2]),  # sent during the rounds (no loading, binning, setup)
     }
     env.summary = summary
     for cb in callbacks:

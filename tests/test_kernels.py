@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import reference as ref
-from mpiboost._ext import _histogram, _openmp, _predict, _weights
+from mpiboost._ext import _histogram, _multiboost, _openmp, _predict, _weights
 
 
 def _binned(rng, n, d, max_bin=8, missing=0.1):
@@ -255,3 +255,149 @@ def test_cell_projection_and_exact_dot():
         expected = ref.projection(rows, cap)
         np.testing.assert_allclose(np.repeat(got, counts), expected, rtol=1e-12)
         assert np.repeat(got, counts).max() <= cap
+
+
+# ------------------------------------------------------------------ MultiBoost kernels
+
+def _units_ref(a, Q, domain, scale, y, shift, k):
+    """domain_units, naively: round(a Q[:, k] scale[domain] 2**shift) * y (half up, then truncation)."""
+    v = a * Q[:, k] * scale[domain] * 2.0**shift
+    return np.trunc(v + 0.5).astype(np.int64) * y.astype(np.int64)
+
+
+def _hist_ref(X, g):
+    hist = np.zeros((X.shape[1], 256), dtype=np.int64)
+    for j in range(X.shape[1]):
+        np.add.at(hist[j], X[:, j].astype(np.intp), g)
+    return hist
+
+
+def _mb_inputs(rng, n, d, p, kind):
+    X = _binned(rng, n, d, max_bin=256 if n > 100 else 6)
+    if kind == "binary":
+        X = (X > 2).astype(np.uint8)  # 0/1 columns, no missing value
+    elif kind == "missing":
+        X[:] = 255
+    elif kind == "mixed" and d > 1:
+        X[:, 1] = X[:, 1] & 1
+    a = rng.random(n) + 0.01
+    if kind == "skewed":
+        a = np.exp(rng.standard_normal(n) * 8)  # heavy-tailed weights
+    Q = rng.dirichlet(np.full(p, 0.3), n) if n else np.zeros((0, p))
+    domain = rng.integers(0, p, n).astype(np.int32)
+    y = np.where(rng.random(n) < 0.5, 1, -1).astype(np.int8)
+    return X, a, np.ascontiguousarray(Q), domain, y
+
+
+@pytest.mark.parametrize("kind", ["random", "skewed", "binary", "missing", "mixed"])
+@pytest.mark.parametrize("n,d,p", [(0, 3, 2), (1, 1, 1), (1, 3, 3), (57, 4, 3), (3000, 5, 6), (40000, 3, 4)])
+def test_candidate_histograms_match_naive(kind, n, d, p):
+    rng = np.random.default_rng(n + 7 * d + p)
+    X, a, Q, domain, y = _mb_inputs(rng, n, d, p, kind)
+    XT = np.ascontiguousarray(X.T)
+    scale = rng.random(p) / max(n, 1)
+    if p > 1:
+        scale[0] = 0.0  # a domain left out
+    total = float(a.sum() * scale.max()) if n else 1.0  # bounds every channel's sum
+    shift = int(61 - math.ceil(math.log2(max(total, 1e-300))))
+    for cand in ([0], list(range(p)), list(range(p))[::-1], [p - 1] * 2):
+        hist = np.full((len(cand), d, 256), -1, dtype=np.int64)
+        flags = _histogram.binary_columns(XT)
+        QT = np.ascontiguousarray(Q.T)
+        _multiboost.candidate_histograms(XT, a, QT, domain, scale, y, shift, np.array(cand), hist, flags)
+        plain = np.empty_like(hist)
+        _multiboost.candidate_histograms(XT, a, QT, domain, scale, y, shift, np.array(cand), plain)
+        g = np.empty(n, dtype=np.int64)
+        one = np.empty((d, 256), dtype=np.int64)
+        for c, k in enumerate(cand):
+            expected = _hist_ref(X, _units_ref(a, Q, domain, scale, y, shift, k))
+            np.testing.assert_array_equal(hist[c], expected)
+            np.testing.assert_array_equal(plain[c], expected)
+            # the same as the unit pass + histogram it replaces
+            _multiboost.domain_units(a, Q, domain, scale, y, shift, g, k)
+            _histogram.build_histogram(XT, g, one, flags)
+            np.testing.assert_array_equal(hist[c], one)
+    with pytest.raises(ValueError):
+        _multiboost.candidate_histograms(
+            XT, a, np.ascontiguousarray(Q.T), domain, scale, y, shift, np.array([p]), np.empty((1, d, 256), np.int64)
+        )
+
+
+def test_candidate_histograms_thread_count_invariant():
+    rng = np.random.default_rng(3)
+    X, a, Q, domain, y = _mb_inputs(rng, 70000, 4, 5, "mixed")
+    XT = np.ascontiguousarray(X.T)
+    scale = np.full(5, 1 / 70000)
+    out = []
+    before = _openmp.get_max_threads()
+    for t in (1, 2, 3):
+        _openmp.set_num_threads(t)
+        h = np.empty((5, 4, 256), dtype=np.int64)
+        _multiboost.candidate_histograms(
+            XT, a, np.ascontiguousarray(Q.T), domain, scale, y, 50, np.arange(5), h, _histogram.binary_columns(XT)
+        )
+        out.append(h)
+    _openmp.set_num_threads(before)
+    assert all(np.array_equal(out[0], h) for h in out)
+
+
+
+
+def _chebyshev_ref(a, u, domain, center, p, order, shift):
+    out = np.zeros((p, order + 1), dtype=object)
+    for i in range(len(a)):
+        t0 = a[i] * 2.0**shift
+        if center != 0.0:
+            t0 = t0 * math.exp(-center * u[i])
+        terms = [t0]
+        if order >= 1:
+            terms.append(t0 * u[i])
+        for _ in range(2, order + 1):
+            terms.append(2.0 * u[i] * terms[-1] - terms[-2])
+        for j, t in enumerate(terms):
+            out[domain[i], j] += round(t)  # to nearest, ties to even
+    return out.astype(np.int64)
+
+
+@pytest.mark.parametrize("kind", ["random", "skewed", "signs"])
+@pytest.mark.parametrize("n,p", [(0, 2), (1, 1), (2, 3), (300, 3), (3000, 4)])
+def test_chebyshev_moments_match_naive(kind, n, p):
+    rng = np.random.default_rng(n + p)
+    a = rng.random(n) + 0.01
+    if kind == "skewed":
+        a = np.exp(rng.standard_normal(n) * 5)
+    u = rng.uniform(-1, 1, n)
+    if kind == "signs":
+        u = np.sign(u) * (rng.random(n) < 0.8)  # +-1 and 0: the extremes of T_j
+    domain = rng.integers(0, p, n).astype(np.int32)
+    for center in (0.0, 0.37, -1.5):
+        for order in (0, 1, 2, 9):
+            term = (a.max() if n else 1.0) * math.exp(abs(center))
+            shift = int(min(61 - math.ceil(math.log2(term * max(n, 1))), 50 - math.ceil(math.log2(term))))
+            got = _multiboost.chebyshev_moments(a, u, domain, center, p, order, shift)
+            assert got.shape == (p, order + 1)
+            np.testing.assert_array_equal(got, _chebyshev_ref(a, u, domain, center, p, order, shift))
+
+
+def test_directions_chebyshev_matches_the_two_passes():
+    rng = np.random.default_rng(21)
+    for n, p in [(0, 2), (1, 1), (500, 3), (70000, 3)]:
+        X = _binned(rng, n, 2)
+        col = np.ascontiguousarray(X[:, 1])
+        Q = np.ascontiguousarray(rng.dirichlet(np.ones(p), n)) if n else np.zeros((0, p))
+        y = np.where(rng.random(n) < 0.5, 1, -1).astype(np.int8)
+        a = rng.random(n) + 0.5
+        domain = rng.integers(0, p, n).astype(np.int32)
+        for stump in [(1, 3, 1, False), (1, 0, -1, True), (-1, 0, 1, False)]:
+            args = _kernel_args(stump)
+            k = p - 1
+            u = np.full(n, np.nan)
+            got = _multiboost.directions_chebyshev(col, y, np.ascontiguousarray(Q.T), k, *args, a, domain, 8, 40, u)
+            u_ref = np.empty(n)
+            _multiboost.step_directions(col, y, np.ascontiguousarray(Q[:, k]), *args, u_ref)
+            np.testing.assert_array_equal(u, u_ref)
+            h = np.array([ref.stump_value(X[i], *stump) for i in range(n)])
+            np.testing.assert_array_equal(u, y * Q[:, k] * h if n else u)
+            np.testing.assert_array_equal(got, _multiboost.chebyshev_moments(a, u, domain, 0.0, p, 8, 40))
+    with pytest.raises(ValueError):
+        _multiboost.directions_chebyshev(col, y, np.ascontiguousarray(Q.T), p, 0, 1, False, a, domain, 2, 40, u)

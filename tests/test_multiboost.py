@@ -295,6 +295,67 @@ def test_line_search_minimizes_the_max(seed):
     assert G(eta) <= best * (1 + 1e-6)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_chebyshev_model_matches_exact_sums(seed):
+    """The line search's model: F_l, F_l', F_l'' from one pass of Chebyshev moments, within its radius."""
+    from mpiboost._ext import _multiboost
+    from mpiboost.boost.multiboost import ORDERS, _Expansion, _radius
+
+    rng = np.random.default_rng(seed)
+    n, p = 2000, 3
+    a = np.exp(rng.standard_normal(n) * (3 if seed % 2 else 0.5))
+    u = rng.uniform(-1, 1, n) * rng.choice([1.0, 0.3], n)
+    if seed % 3 == 0:
+        u = np.sign(u)  # |u| = 1: the bound is reached
+    domain = rng.integers(0, p, n).astype(np.int32)
+    m = np.bincount(domain, minlength=p).astype(float)
+    radii = [_radius(k) for k in ORDERS]
+    assert all(r1 < r2 for r1, r2 in zip(radii, radii[1:])) and radii[0] > 0.1
+    for order in (8, 16):
+        center = [0.0, 0.8, 2.5][seed % 3]
+        shift = int(61 - math.ceil(math.log2(a.max() * math.exp(center) * n)))  # terms < 2**50 here
+        C = _multiboost.chebyshev_moments(a, u, domain, center, p, order, shift)
+        model = _Expansion(center, C * 2.0**-shift / m[:, None], _radius(order))
+        for eta in center + model.radius * np.array([-1.0, -0.5, 0.0, 0.3, 1.0]):
+            e = a * np.exp(-eta * u)
+            exact = [np.array([math.fsum(v[domain == l]) for l in range(p)]) / m for v in (e, -u * e, u * u * e)]
+            got = model.evaluate(eta)
+            scale = exact[0]  # the bound is relative to F_l
+            np.testing.assert_array_less(np.abs(got[0] - exact[0]), 2e-10 * scale + 1e-15)
+            np.testing.assert_array_less(np.abs(got[1] - exact[1]), 2e-10 * scale + 1e-15)
+            np.testing.assert_array_less(np.abs(got[2] - exact[2]), 1e-6 * scale)
+
+
+def test_line_search_step_is_the_exact_minimizer():
+    """MultiBoost's step (model-based line search) is the minimizer of the soft-max to 1e-8."""
+    train = multisource.generate(6000, seed=3)
+    mb = MultiBoost({})
+    mb.setup(_shard(train.X, train.y, train.domain, 3), _self_proto())
+    for t in range(1, 13):
+        h = mb.select(t)
+        a, u, dom, m = mb.a, mb.u, mb.domain, mb.m
+        phi = np.array([math.fsum(a[dom == l]) for l in range(3)]) / m
+        tau = mb.temperature * phi.max()
+
+        def slope(eta):
+            e = a * np.exp(-eta * u)
+            F = np.array([math.fsum(e[dom == l]) for l in range(3)]) / m
+            F1 = -np.array([math.fsum((u * e)[dom == l]) for l in range(3)]) / m
+            F2 = np.array([math.fsum((u * u * e)[dom == l]) for l in range(3)]) / m
+            w = np.exp((F - F.max()) / tau)
+            pi = w / w.sum()
+            g1 = pi @ F1
+            return g1, pi @ F2 + (pi @ (F1 * F1) - g1 * g1) / tau
+
+        best = h.coef
+        for _ in range(5):  # Newton on the exact sums
+            g1, g2 = slope(best)
+            best -= g1 / g2
+        assert abs(h.coef - best) <= 1e-8 * best, (t, h.coef, best)
+        assert h.metrics["line_search_evals"] >= 1
+        mb.apply(h)
+
+
 def test_one_domain_multiboost_is_adaboost():
     """With one domain Q = 1, the soft-max is the loss itself: MultiBoost = AdaBoost (closed-form step)."""
     rng = np.random.default_rng(3)

@@ -127,6 +127,41 @@ def test_histograms_and_stats_are_exact(comm):
 
 
 @pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_packed_histograms_are_exact(comm):
+    """Histograms reduced with n_bins (only the bins in use travel) equal the full reduction."""
+    from mpiboost._ext import _histogram
+
+    proto = Protocol(comm)
+    rng = np.random.default_rng(8)
+    n, d = 777, 5
+    n_bins = np.array([2, 1, 255, 7, 0], dtype=np.int64)  # 0: a feature that is always missing
+    X = np.stack([rng.integers(0, max(nb, 1), n) for nb in n_bins], axis=1).astype(np.uint8)
+    X[rng.random((n, d)) < 0.2] = 255
+    X[:, 4] = 255
+    g = rng.integers(-(2**55), 2**55, (3, n)).astype(np.int64)
+    full = np.stack([ref.histogram(X, g[c]) for c in range(3)])
+    for parts in splits(n, comm.size):
+        a, b = parts[comm.rank]
+        h = np.empty((3, d, 256), dtype=np.int64)
+        for c in range(3):
+            _histogram.build_histogram(np.ascontiguousarray(X[a:b].T), g[c, a:b], h[c])
+        plain = proto.reduce_histograms(h.copy())
+        packed = proto.reduce_histograms(h.copy(), n_bins)
+        one = proto.reduce_histograms(h[1].copy(), n_bins)
+        if comm.is_center:
+            np.testing.assert_array_equal(plain, full)
+            np.testing.assert_array_equal(packed, full)
+            np.testing.assert_array_equal(one, full[1])
+        else:
+            assert packed is None and one is None
+    if comm.size > 1:
+        before = comm.bytes.totals().get("reduce_histograms", {}).get("sent", 0)
+        proto.reduce_histograms(np.zeros((d, 256), dtype=np.int64), n_bins)
+        sent = comm.bytes.totals()["reduce_histograms"]["sent"] - before
+        assert sent == (0 if comm.is_center else 8 * int((n_bins + 1).sum()))
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
 def test_broadcast_hypothesis(comm):
     proto = Protocol(comm)
     v = proto.broadcast_hypothesis([3, 7, -1, 1, 0.25] if comm.is_center else None, 5)

@@ -5,10 +5,11 @@ domains. Each evaluation returns every F_l with its first and second
 derivatives (one pass over the rows, exact sums), so the search builds the
 quadratic model of each F_l at the current point and jumps to the minimum of
 the maximum of the models (a stationary point of one model, or where two
-cross), inside a bracket that every evaluation shrinks. That converges in a
-handful of evaluations both when the optimum is smooth (one F_l active) and
-when it is a kink (two F_l equal). Everything is deterministic, so every rank
-takes the same steps.
+cross), inside a bracket that every evaluation shrinks; a model step next to
+an end of the bracket is moved just inside it rather than replaced by a
+bisection. That converges in a handful of evaluations both when the optimum
+is smooth (one F_l active) and when it is a kink (two F_l equal).
+Everything is deterministic, so every rank takes the same steps.
 """
 from __future__ import annotations
 
@@ -38,11 +39,12 @@ def _model_argmin(F, F1, F2, x0: float, lo: float, hi: float) -> float:
                 r = math.sqrt(disc)
                 cands += [x0 + (-c1 - r) / (2 * c2), x0 + (-c1 + r) / (2 * c2)]
     best, best_val = None, math.inf
+    top = max(F)  # values relative to it: changes far below F's rounding still count
     for x in cands:
         if not (lo <= x <= hi) or not math.isfinite(x):
             continue
         s = x - x0
-        val = max(F[l] + F1[l] * s + 0.5 * F2[l] * s * s for l in range(p))
+        val = max((F[l] - top) + F1[l] * s + 0.5 * F2[l] * s * s for l in range(p))
         if val < best_val:
             best, best_val = x, val
     return best if best is not None else lo
@@ -71,18 +73,24 @@ def minimize_max(
     if F1[active].max() >= 0:
         return 0.0, evals  # no descent from 0
     lo, hi = 0.0, math.inf
-    best_eta, best_val = 0.0, top
+    best_eta, best_val, best_slope = 0.0, top, -float(F1[active].max())
     eta = eta0 if eta0 > 0 and math.isfinite(eta0) else 1.0
+    clamped = 0
     while evals < max_evals:
         F, F1, F2 = evaluate(eta)
         evals += 1
         top = F.max()
-        if top < best_val:
-            best_eta, best_val = eta, top
         active = F >= top * (1 - 1e-12)
         right, left = F1[active].max(), F1[active].min()
         if left <= 0 <= right:
             return eta, evals  # 0 is in the subdifferential
+        # The best point so far: the lowest maximum; among maxima equal up to
+        # rounding, the one closest to stationary (its slope is accurate where
+        # the values no longer tell points apart).
+        slope = left if left > 0 else -right
+        tie = abs(top - best_val) <= 1e-15 * abs(best_val)
+        if (top < best_val and not tie) or (tie and slope < best_slope):
+            best_eta, best_val, best_slope = eta, min(top, best_val), slope
         if right < 0:
             lo = eta
         else:
@@ -92,9 +100,19 @@ def minimize_max(
         nxt = _model_argmin(F, F1, F2, eta, lo, min(hi, max_eta))
         if abs(nxt - eta) <= rtol * eta:
             break  # the model step is negligible: converged
-        margin = 1e-3 * (hi - lo) if math.isfinite(hi) else 0.0
-        if not (lo + margin < nxt < hi - margin):
-            nxt = 0.5 * (lo + hi) if math.isfinite(hi) else min(max(4 * eta, 1e-12), max_eta)
+        if not math.isfinite(hi):
+            if not lo < nxt:
+                nxt = min(max(4 * eta, 1e-12), max_eta)
+        elif not (lo < nxt < hi) or clamped >= 3:
+            nxt, clamped = 0.5 * (lo + hi), 0
+        else:
+            # A model step that lands next to an end of the bracket is moved
+            # inside: evaluating just inside shrinks the bracket to that side
+            # (bisecting instead would throw the fast model steps away).
+            margin = 1e-3 * (hi - lo)
+            inside = min(max(nxt, lo + margin), hi - margin)
+            clamped = clamped + 1 if inside != nxt else 0
+            nxt = inside
         if nxt >= max_eta and eta >= max_eta:
             break  # still descending at the cap: the data are separated
         eta = nxt

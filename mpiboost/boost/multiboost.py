@@ -23,10 +23,23 @@ Each round, with ``pi_l`` the soft-max weights of the domains:
    ``pi_l exp(-y f) Q(k|x) y / m_l`` (l = the row's domain): the directional
    derivative of G along ``Q(k|.) h``. With one domain at the top this is the
    paper's ``(Z_k/m_k)(1 - 2 eps_{k,h})`` on S_k. The best stump of the best
-   candidate wins.
+   candidate wins. All candidates' histograms come from one pass over the
+   columns and travel in one reduction, packed to the bins in use.
 3. The step ``eta_t = argmin_eta G(f + eta Q(k|.) h)`` by an exact line
-   search (each evaluation: exact per-domain sums and their derivatives);
-   options: the Lemma-1 bound, AdaBoost's closed form, ``C / sqrt(t)``.
+   search; options: the Lemma-1 bound, AdaBoost's closed form,
+   ``C / sqrt(t)``.
+
+The line search needs every ``F_l`` and its derivatives at a few trial
+steps. Rather than one pass over the rows per trial, the pass that computes
+the directions ``u_i = y_i Q(k|x_i) h(x_i)`` also sums the Chebyshev
+moments ``C_lj = sum_{i in S_l} a_i T_j(u_i)``, ``j <= K``: since
+``e^{-eta u} = I_0(eta) + 2 sum_j I_j(-eta) T_j(u)`` (modified Bessel
+functions), ``F_l`` and its derivatives follow for any ``eta`` with a
+remainder below ``2 e^eta sum_{j>=K} I_j(eta)`` relative to ``F_l`` (|u| <= 1),
+which is held under 1e-10 by searching only within the radius where it
+holds. The order K follows the previous step; a trial step outside the
+radius costs one more pass, which expands around that step. The sums are
+exact integers, so every rank searches alike.
 
 The domain classifier Q is a multinomial logistic regression fitted first
 (:mod:`mpiboost.domain_classifier`) and stored in the model.
@@ -46,6 +59,96 @@ from .base import Hypothesis
 from .linesearch import exponential_family, minimize_max
 
 STEP_RULES = ("line-search", "lemma1", "closed-form", "sqrt")
+ORDERS = (8, 10, 12, 16, 20, 24)  # Chebyshev orders of the line search's row pass
+FIRST_ORDER = 16  # round 1 (no previous step to go by)
+EXTRA_ORDER = 12  # a further pass around a trial step outside the covered range
+MODEL_TOL = 1e-10  # truncation bound of the model, relative to each F_l (value and slope)
+
+
+_SERIES_TERMS = 40  # power series of I_j: enough for |x| <= 8 (the largest reach is below 6)
+_SERIES: dict = {}
+
+
+def _bessel_i(x: float, count: int) -> np.ndarray:
+    """``I_0(x) .. I_{count-1}(x)`` for real x (``I_j(-x) = (-1)^j I_j(x)``).
+
+    ``I_j(x) = (x/2)^j sum_m (x/2)^{2m} / (m! (m+j)!)``: positive terms, no
+    cancellation, so accurate to rounding for the small |x| of the line search.
+    """
+    if abs(x) > 8.0:
+        from scipy.special import iv
+
+        v = iv(np.arange(count), abs(x))
+        if x < 0:
+            v[1::2] = -v[1::2]
+        return v
+    cached = _SERIES.get(count)
+    if cached is None:
+        m = np.arange(_SERIES_TERMS)
+        j = np.arange(count)
+        lg = np.array([math.lgamma(k + 1.0) for k in range(_SERIES_TERMS + count + 1)])
+        table = np.exp(-(lg[m][None, :] + lg[m[None, :] + j[:, None]]))  # 1 / (m! (m+j)!)
+        cached = _SERIES[count] = (table, j.astype(np.float64), 2.0 * m.astype(np.float64))
+    table, jf, mf = cached
+    h = 0.5 * x
+    return np.power(h, jf) * (table @ np.power(h, mf))
+
+
+def _radius(order: int, tol: float = MODEL_TOL) -> float:
+    """Largest s with ``2 e^s sum_{j >= order} I_j(s) <= tol``: the model's reach (bisection)."""
+    cached = _RADII.get((order, tol))
+    if cached is not None:
+        return cached
+    from scipy.special import iv
+
+    j = np.arange(order, order + 80)
+    lo, hi = 0.0, 60.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if 2.0 * math.exp(mid) * float(iv(j, mid).sum()) <= tol:
+            lo = mid
+        else:
+            hi = mid
+    _RADII[(order, tol)] = lo
+    return lo
+
+
+_RADII: dict = {}
+
+
+def _order_for(eta: Optional[float]) -> int:
+    """The lowest order whose reach is at least twice ``eta`` (the previous step)."""
+    if eta is None or not math.isfinite(eta):
+        return FIRST_ORDER
+    for k in ORDERS:
+        if _radius(k) >= 2.0 * eta:
+            return k
+    return ORDERS[-1]
+
+
+class _Expansion:
+    """Per-domain Chebyshev moments around ``center``: F_l, F_l', F_l'' within ``radius``."""
+
+    def __init__(self, center: float, moments: np.ndarray, radius: float) -> None:
+        self.center, self.radius = float(center), float(radius)
+        self.S = moments  # (p, order + 1), already divided by m_l
+        self.order = moments.shape[1] - 1
+
+    def evaluate(self, eta: float):
+        K = self.order
+        I = _bessel_i(self.center - eta, K + 3)  # x = -s, s = eta - center
+        # d/ds of the coefficients: I_j' = (I_{j-1} + I_{j+1}) / 2, I_{-j} = I_j.
+        c = np.empty((K + 1, 3))
+        c[:, 0] = 2.0 * I[: K + 1]
+        c[0, 0] = I[0]
+        c[1:, 1] = -(I[:K] + I[2 : K + 2])
+        c[0, 1] = -I[1]
+        c[2:, 2] = 0.5 * (I[: K - 1] + 2.0 * I[2 : K + 1] + I[4 : K + 3])
+        c[0, 2] = 0.5 * (I[0] + I[2])
+        if K >= 1:
+            c[1, 2] = 0.5 * (3.0 * I[1] + I[3])
+        out = self.S @ c
+        return out[:, 0], out[:, 1], out[:, 2]
 
 
 def _softmax_of(evaluate, tau: float):
@@ -96,14 +199,15 @@ class MultiBoost:
             qX = np.concatenate([np.asarray(data.X, dtype=np.float64), np.asarray(data.q_extra[0], dtype=np.float64)])
             qdom = np.concatenate([data.domain, data.q_extra[1]])
         self.clf = proto.fit_domain_classifier(qX, qdom, self.p, l2=float(self.params.get("q_l2", 1.0)))
-        self.Q = np.ascontiguousarray(self.clf.proba(data.X))
+        # Q(k|x) of every row, stored domain-major (p, n): each pass reads the columns it needs.
+        self.QT = np.ascontiguousarray(self.clf.proba(data.X).T)
+        self.Q = self.QT.T
         n = data.n_local
         self.margin = np.zeros(n)  # y f(x)
         self.a = np.ones(n)  # exp(-y f(x))
+        self.a_max = 1.0  # the largest a_i over all ranks
         self.u = np.zeros(n)
-        self.g = np.empty(n, dtype=np.int64)
         self.domain = np.ascontiguousarray(data.domain, dtype=np.int32)
-        self.hist = np.zeros((data.d, 256), dtype=np.int64)
         self._binary = _histogram.binary_columns(data.cols)
         self.n_bins = np.ascontiguousarray(data.bins.n_bins, dtype=np.int64)
         self.model = Model(
@@ -116,15 +220,17 @@ class MultiBoost:
             domain_names=data.domain_names,
         )
         self._pending: Optional[tuple] = None
+        self._hists: Optional[np.ndarray] = None
+        self._last_eta: Optional[float] = None
+        self._passes = 0
 
     def finish(self) -> Model:
         return self.model
 
     # ---------------------------------------------------------------- rounds
     def _phi(self) -> np.ndarray:
-        """Exact F_k of the current ensemble, per domain (and the largest row weight)."""
+        """Exact F_k of the current ensemble, per domain (correctly rounded sums)."""
         sums = self.proto.reduce_stats(self.a, self.domain, self.p)
-        self.a_max = self.proto.reduce_max(float(self.a.max()) if self.a.size else 0.0)
         return sums / self.m
 
     def _softmax(self, F: np.ndarray) -> tuple[np.ndarray, float]:
@@ -144,21 +250,21 @@ class MultiBoost:
         scale = pi / self.m
         # Units of 2**-shift: sum_i pi_l a_i Q / m_l <= sum_l pi_l F_l <= max F.
         shift = int(61 - math.ceil(math.log2(max(float(phi.max()), 1e-300))))
-        hists = {}
-        for k in candidates:
-            one = self.hist
-            if self.data.n_local:
-                _multiboost.domain_units(self.a, self.Q, self.domain, scale, self.data.y, shift, self.g, int(k))
-                _histogram.build_histogram(self.data.cols, self.g, one, self._binary)
-            else:
-                one[...] = 0
-            reduced = self.proto.reduce_histograms(one)
-            hists[int(k)] = None if reduced is None else reduced.copy()
+        if self._hists is None or self._hists.shape[0] != len(candidates):
+            self._hists = np.zeros((len(candidates), self.data.d, 256), dtype=np.int64)
+        if self.data.n_local:
+            _multiboost.candidate_histograms(
+                self.data.cols, self.a, self.QT, self.domain, scale, self.data.y, shift, candidates, self._hists,
+                self._binary,
+            )
+        else:
+            self._hists[...] = 0
+        hists = self.proto.reduce_histograms(self._hists, self.n_bins)
         packed = None
         if self.proto.is_center:
             best = None
-            for k in candidates:
-                f, b, left, ml, edge = _histogram.best_stump(hists[int(k)], self.n_bins)
+            for c, k in enumerate(candidates):
+                f, b, left, ml, edge = _histogram.best_stump(hists[c], self.n_bins)
                 if best is None or edge > best[4]:
                     best = (f, b, left, ml, edge, int(k))
             packed = [best[0], best[1], best[2], best[3], best[5], best[4] * 2.0**-shift]
@@ -183,35 +289,67 @@ class MultiBoost:
     def _directions(self, stump: Stump, k: int) -> None:
         if self.data.n_local:
             _multiboost.step_directions(
-                stump.column(self.data.cols), self.data.y, np.ascontiguousarray(self.Q[:, k]), *stump.args(), self.u
+                stump.column(self.data.cols), self.data.y, self.QT[k], *stump.args(), self.u
             )
         self._pending = (stump, k)
 
-    def _moments(self, eta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per-domain F_l(eta), F_l'(eta), F_l''(eta): exact fixed-point sums over the rows.
+    def _shift(self, center: float) -> int:
+        """Units of 2**-shift for sums of ``a_i e^{-center u_i} T_j(u_i)``.
 
-        Every term is at most ``max_i a_i e^|eta|`` (|u| <= 1), so with n rows
-        the sums stay below 2**62 in units of 2**-shift.
+        Every term is at most ``max_i a_i e^|center|`` (|u|, |T_j| <= 1): with
+        n rows the sums stay below 2**61, and each term below 2**50 (the
+        kernel's rounding needs less than 2**51).
         """
-        bound = self.a_max * math.exp(abs(eta)) * self.data.n_global
-        shift = int(61 - math.ceil(math.log2(max(bound, 1e-300))))
-        local = _multiboost.moments(self.a, self.u, self.domain, eta, self.p, shift).ravel() if self.data.n_local else (
-            np.zeros(3 * self.p, dtype=np.int64)
-        )
-        sums = self.proto.reduce_counts(local).reshape(self.p, 3) * 2.0**-shift / self.m[:, None]
-        # d/deta of sum a e^{-eta u} is -sum u a e^{-eta u}
-        return sums[:, 0], -sums[:, 1], sums[:, 2]
+        term = max(self.a_max * math.exp(abs(center)), 1e-300)
+        return int(min(61 - math.ceil(math.log2(term * self.data.n_global)), 50 - math.ceil(math.log2(term))))
 
-    def _objective(self, tau: float):
-        """The line-search evaluator: the per-domain losses (max) or their soft-max."""
-        if tau <= 0:
-            return self._moments
-        return _softmax_of(self._moments, tau)
+    def _expansion(self, center: float, order: int, local: Optional[np.ndarray], shift: int) -> _Expansion:
+        """Reduce this rank's Chebyshev moments (int64) into the per-domain model."""
+        if local is None:
+            local = np.zeros((self.p, order + 1), dtype=np.int64)
+        sums = self.proto.reduce_counts(local.ravel()).reshape(self.p, order + 1)
+        return _Expansion(center, sums * 2.0**-shift / self.m[:, None], _radius(order))
+
+    def _expand(self, center: float, order: int) -> _Expansion:
+        """One pass over the rows: the model around a trial step ``center``."""
+        shift = self._shift(center)
+        local = None
+        if self.data.n_local:
+            local = _multiboost.chebyshev_moments(self.a, self.u, self.domain, center, self.p, order, shift)
+        self._passes += 1
+        return self._expansion(center, order, local, shift)
+
+    def _model(self, first: _Expansion):
+        """Evaluator of (F_l, F_l', F_l'') from the expansions, adding one where none reaches."""
+        expansions = [first]
+
+        def evaluate(eta: float):
+            best = min(expansions, key=lambda e: abs(eta - e.center) / max(e.radius, 1e-300))
+            if abs(eta - best.center) > best.radius:
+                best = self._expand(eta, EXTRA_ORDER)
+                expansions.append(best)
+            return best.evaluate(eta)
+
+        return evaluate
 
     def _step(self, stump: Stump, k: int, t: int, tau: float) -> tuple[float, dict]:
-        self._directions(stump, k)
-        zero = self._moments(0.0)
-        F0, F1, _ = zero
+        # One pass: the directions u and the Chebyshev moments at 0 (orders 0..2
+        # are the loss, its slope and curvature at 0; more feed the line search).
+        order = _order_for(self._last_eta) if self.step == "line-search" else 2
+        shift = self._shift(0.0)
+        local = None
+        if self.data.n_local:
+            local = _multiboost.directions_chebyshev(
+                stump.column(self.data.cols), self.data.y, self.QT, k, *stump.args(), self.a, self.domain, order,
+                shift, self.u,
+            )
+        self._pending = (stump, k)
+        self._passes = 1
+        first = self._expansion(0.0, order, local, shift)
+        F0 = first.S[:, 0].copy()
+        F1 = -first.S[:, 1]
+        F2 = 0.5 * (first.S[:, 0] + first.S[:, 2])  # u^2 = (T_0 + T_2) / 2
+        zero = (F0, F1, F2)
         # per-domain weighted error of Q(k|.) h (Lemma 1): eps_l = (1 - E_D[u]) / 2
         eps = np.clip(0.5 * (1.0 + F1 / F0), 1e-12, 1 - 1e-12)
         closed = 0.5 * math.log((1 - eps[k]) / eps[k])
@@ -220,25 +358,34 @@ class MultiBoost:
             return closed, info
         if self.step == "sqrt":
             return self.step_c / math.sqrt(t), info
-        # The Lemma-1 bound: F_l <= Phi_l [(1 - eps_l) e^-eta + eps_l e^eta].
-        w = np.stack([F0 * (1 - eps), F0 * eps], axis=1)
-        bound = exponential_family(w, np.tile([1.0, -1.0], (self.p, 1)))
-        bound_eta, _ = minimize_max(bound if tau <= 0 else _softmax_of(bound, tau), max(closed, 1e-3))
         if self.step == "lemma1":
+            # The Lemma-1 bound: F_l <= Phi_l [(1 - eps_l) e^-eta + eps_l e^eta].
+            w = np.stack([F0 * (1 - eps), F0 * eps], axis=1)
+            bound = exponential_family(w, np.tile([1.0, -1.0], (self.p, 1)))
+            bound_eta, _ = minimize_max(bound if tau <= 0 else _softmax_of(bound, tau), max(closed, 1e-3))
             return bound_eta, info
-        start = bound_eta if bound_eta > 0 else max(closed, 1e-3)
-        # The moments at 0 are known already: the search starts from them.
+        model = self._model(first)
         at_zero = zero if tau <= 0 else _softmax_of(lambda _eta: zero, tau)(0.0)
-        eta, evals = minimize_max(self._objective(tau), start, at_zero=at_zero)
-        info["line_search_evals"] = evals + 1
+        # Start with Newton's step from 0 on the objective, kept within the
+        # model's reach (trial steps there cost no pass).
+        g1, g2 = float(at_zero[1].max()), float(at_zero[2].max())
+        start = -g1 / g2 if g1 < 0 and g2 > 0 else max(closed, 1e-3)
+        start = min(max(start, 1e-6), first.radius)
+        # The model is exact to 1e-10: search to a tighter tolerance than the rows' passes allowed.
+        eta, evals = minimize_max(model if tau <= 0 else _softmax_of(model, tau), start, at_zero=at_zero, rtol=1e-10)
+        info["line_search_evals"] = self._passes  # passes over the rows
+        info["line_search_order"] = order
+        info["line_search_model_evals"] = evals + 1
         return eta, info
 
     def apply(self, h: Hypothesis) -> dict:
         k = h.domain
         if self._pending != (h.stump, k):
             self._directions(h.stump, k)  # a replayed round (resume)
-        errors = _multiboost.update(self.margin, self.a, self.u, self.data.y, h.coef) if self.data.n_local else 0
+        errors, a_max = _multiboost.update(self.margin, self.a, self.u, self.data.y, h.coef)
         self._pending = None
+        self._last_eta = h.coef  # the next line search's order goes by it
         self.model.append(h.stump, h.coef, domain=k)
-        errors = int(self.proto.reduce_counts(np.array([errors]))[0])
-        return {"train_errors": errors}
+        # The errors and the largest row weight (which scales the next fixed-point sums) in one collective.
+        errors, self.a_max = self.proto.reduce_counts_max(np.array([errors]), a_max)
+        return {"train_errors": int(errors[0])}
