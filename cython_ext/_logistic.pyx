@@ -180,6 +180,7 @@ def _layout_rows(const real_t[:, ::1] X, const double[::1] mean, const double[::
 def _fill_sparse(const real_t[:, ::1] X, const double[::1] mean, const double[::1] inv_scale,
                  const idx_t[::1] sparse_features, const cnp.int64_t[::1] indptr,
                  int[::1] indices, double[::1] values):
+    """Fill the CSR entries counted by :func:`_layout_rows`, in feature order within a row."""
     cdef idx_t n = X.shape[0], m = sparse_features.shape[0], i, jj, e
     cdef double v
     for i in range(n):

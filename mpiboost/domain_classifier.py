@@ -75,6 +75,11 @@ def _moments(comm, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     NaN is skipped. The mean and the sum of squared deviations are correctly
     rounded sums, the same bits for any split of the rows; a standard
     deviation of 0 becomes 1.
+
+    Returns
+    -------
+    mean, scale : ndarray of float64, shape (d,)
+    zeros : ndarray of int64, shape (d,)
     """
     d = X.shape[1]
     parts, present, zeros = _exact.column_partials(X)
@@ -100,6 +105,18 @@ def fixed_point_shift(n: int, bound: float) -> int:
     term stays at most ``2**50`` (the branch-free rounding needs less than
     ``2**51``) and a sum of n terms at most ``2**61`` (an int64, with room
     for the half units of rounding).
+
+    Parameters
+    ----------
+    n : int
+        Rows over all ranks.
+    bound : float
+        Largest ``|value|`` over all ranks (:attr:`_logistic.Rows.bound`).
+
+    Returns
+    -------
+    int
+        The same on every rank when both arguments are global.
     """
     B = max(float(bound), _logistic.LOSS_CAP)
     return int(min(61 - math.ceil(math.log2(max(n, 1) * B)), 50 - math.ceil(math.log2(B))))
