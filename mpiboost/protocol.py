@@ -201,6 +201,43 @@ class Protocol:
         with self.comm.primitive("reduce_stats"):
             return self.comm.allreduce_int(counts)
 
+    def reduce_round_stats(
+        self, counts: np.ndarray, value: float, terms: list, capacity: int = 8
+    ) -> tuple[np.ndarray, float, np.ndarray]:
+        """Integer sums, a maximum and correctly rounded sums, in one collective.
+
+        ``counts``: int64 values summed exactly over ranks; ``value``: a float
+        ``>= 0`` whose maximum over ranks is returned; ``terms[k]``: this
+        rank's exact terms of sum k (partials, as from
+        ``_exact.grouped_partials``), merged with :func:`math.fsum` like
+        :meth:`reduce_stats` does, hence the same bits. Every rank sends a
+        fixed-size row with up to ``capacity`` terms per sum (an exact sum of
+        doubles of similar magnitude needs two or three); if some rank has
+        more, the sums take :meth:`reduce_terms`' route (three more
+        collectives), on every rank alike.
+        """
+        counts = np.asarray(counts, dtype=np.int64).ravel()
+        k = len(terms)
+        lengths = np.array([len(t) for t in terms], dtype=np.int64)
+        packed = np.zeros((k, capacity))
+        for g, t in enumerate(terms):
+            packed[g, : min(len(t), capacity)] = np.asarray(t, dtype=np.float64)[:capacity]
+        row = np.concatenate([counts, np.array([float(value)]).view(np.int64), lengths, packed.ravel().view(np.int64)])
+        with self.comm.primitive("reduce_stats"):
+            table = self.comm.allgather_array(row) if self.comm.size > 1 else row[None, :]
+        c = counts.size
+        total = table[:, :c].sum(axis=0)
+        top = float(table[:, c].max(initial=0).view(np.float64))  # bits of doubles >= 0 order like them
+        all_lengths = table[:, c + 1 : c + 1 + k]
+        if (all_lengths > capacity).any():
+            sums = self.reduce_terms([np.asarray(t, dtype=np.float64) for t in terms])
+        else:
+            all_terms = table[:, c + 1 + k :].reshape(-1, k, capacity).view(np.float64)
+            sums = np.array(
+                [math.fsum(v for r in range(table.shape[0]) for v in all_terms[r, g, : all_lengths[r, g]]) for g in range(k)]
+            )
+        return total, top, sums
+
     def reduce_counts_max(self, counts: np.ndarray, value: float) -> tuple[np.ndarray, float]:
         """Exact global integer sums and the global maximum of a float ``>= 0``, in one collective."""
         row = np.append(np.asarray(counts, dtype=np.int64).ravel(), np.array([float(value)]).view(np.int64))

@@ -162,6 +162,29 @@ def test_packed_histograms_are_exact(comm):
 
 
 @pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_round_stats_in_one_collective(comm):
+    """Integer sums, a maximum and correctly rounded grouped sums: the bits of reduce_stats."""
+    from mpiboost._ext import _exact
+
+    proto = Protocol(comm)
+    rng = np.random.default_rng(12)
+    n = 1500
+    values = np.exp(rng.standard_normal(n) * 3)
+    groups = rng.integers(0, 4, n).astype(np.int32)
+    wide = values * 10.0 ** rng.integers(-200, 200, n)  # many partials: the fallback route
+    counts = rng.integers(0, 9, (n, 2))
+    for x in (values, wide):
+        expected = _self().reduce_stats(x, groups, 4)
+        for parts in splits(n, comm.size):
+            a, b = parts[comm.rank]
+            terms = _exact.grouped_partials(x[a:b], groups[a:b], 4)
+            total, top, sums = proto.reduce_round_stats(counts[a:b].sum(axis=0), float(x[a:b].max(initial=0.0)), terms)
+            assert total.tolist() == counts.sum(axis=0).tolist()
+            assert top == x.max()
+            assert sums.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
 def test_broadcast_hypothesis(comm):
     proto = Protocol(comm)
     v = proto.broadcast_hypothesis([3, 7, -1, 1, 0.25] if comm.is_center else None, 5)

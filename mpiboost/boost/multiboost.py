@@ -51,7 +51,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._ext import _histogram, _multiboost
+from .._ext import _exact, _histogram, _multiboost
 from ..model import Model
 from ..protocol import Protocol
 from ..weak.stump import Stump
@@ -220,6 +220,7 @@ class MultiBoost:
             domain_names=data.domain_names,
         )
         self._pending: Optional[tuple] = None
+        self._next_phi: Optional[np.ndarray] = None
         self._hists: Optional[np.ndarray] = None
         self._last_eta: Optional[float] = None
         self._passes = 0
@@ -229,7 +230,14 @@ class MultiBoost:
 
     # ---------------------------------------------------------------- rounds
     def _phi(self) -> np.ndarray:
-        """Exact F_k of the current ensemble, per domain (correctly rounded sums)."""
+        """Exact F_k of the current ensemble, per domain (correctly rounded sums).
+
+        After a round, :meth:`apply` has them already (from the same exact
+        partials, in the collective that also counts the errors).
+        """
+        if self._next_phi is not None:
+            phi, self._next_phi = self._next_phi, None
+            return phi
         sums = self.proto.reduce_stats(self.a, self.domain, self.p)
         return sums / self.m
 
@@ -386,6 +394,9 @@ class MultiBoost:
         self._pending = None
         self._last_eta = h.coef  # the next line search's order goes by it
         self.model.append(h.stump, h.coef, domain=k)
-        # The errors and the largest row weight (which scales the next fixed-point sums) in one collective.
-        errors, self.a_max = self.proto.reduce_counts_max(np.array([errors]), a_max)
+        # One collective: the errors, the largest row weight (which scales the
+        # next fixed-point sums) and the next round's F_l (correctly rounded).
+        terms = _exact.grouped_partials(self.a, self.domain, self.p)
+        errors, self.a_max, sums = self.proto.reduce_round_stats(np.array([errors]), a_max, terms)
+        self._next_phi = sums / self.m
         return {"train_errors": int(errors[0])}

@@ -24,11 +24,11 @@ M.jsonl``; its numbers come from the JSONL summary line:
 * setup s: ``seconds.total - seconds.load - seconds.rounds``, the time
   between loading and round 1 (for MultiBoost and FedMultiBoost: fitting the
   domain classifier Q and computing Q(.|x) for every row), printed apart;
-* bytes per round, all ranks: the bytes every rank sent during the rounds
-  (``bytes_rounds_all_ranks``) / rounds. Older mpiboost versions lack that
-  field; then the center's bytes sent + received per round (from the
-  per-round lines) are used, which is the same number with two ranks (every
-  byte one rank sends the other receives).
+* bytes per round, all ranks: with two ranks, the center's bytes sent +
+  received per round (from the per-round lines), which is what all ranks
+  send (every byte one rank sends the other receives); with more ranks, the
+  bytes every rank sent during the rounds (``bytes_rounds_all_ranks``) over
+  the selections made (an early stop makes one more than the rounds).
 
 Every number is the median of --repeat runs; the configurations are run
 round-robin, so that a change in the machine's load hits all of them alike.
@@ -128,12 +128,15 @@ def run_one(name: str, extra: list, args, data: list, mpiexec: str, k: int) -> d
     # the center's seconds inside collectives during the rounds (waiting for the other ranks included)
     run["communication_ms_per_round"] = 1e3 * float(
         np.mean([sum(v.get("seconds", 0.0) for v in r["bytes"].values()) for r in rounds])) if rounds else None
-    if "bytes_rounds_all_ranks" in s:
-        run["bytes_per_round"] = s["bytes_rounds_all_ranks"] / done
-        run["bytes_source"] = "bytes_rounds_all_ranks"
-    else:
+    if args.ranks == 2 or "bytes_rounds_all_ranks" not in s:
+        # with two ranks, every byte one rank sends the other receives
         run["bytes_per_round"] = float(np.mean([r["bytes_sent"] + r["bytes_received"] for r in rounds])) if rounds else 0.0
-        run["bytes_source"] = "center sent + received (= all ranks with 2 ranks)"
+        run["bytes_source"] = "center sent + received per round (= all ranks' sent with 2 ranks)"
+    else:
+        # an early stop spends one more selection than rounds recorded
+        attempted = int(s["rounds"]) + (0 if s.get("stop_reason") == "rounds" else 1)
+        run["bytes_per_round"] = s["bytes_rounds_all_ranks"] / max(1, attempted)
+        run["bytes_source"] = "bytes_rounds_all_ranks"
     evals = [r["line_search_evals"] for r in rounds if "line_search_evals" in r]
     if evals:
         run["line_search_passes_per_round"] = float(np.mean(evals))
