@@ -30,6 +30,7 @@ from .multiboost import MultiBoost
 
 class FedMultiBoost(MultiBoost):
     name = "fedmultiboost"
+    exact_losses = False  # the center only sees the sampled clients' aggregates
 
     def __init__(self, params: dict) -> None:
         params = dict(params)

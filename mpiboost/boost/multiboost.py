@@ -171,6 +171,7 @@ class MultiBoost:
     name = "multiboost"
     vote = "q-weighted"
     needs_raw = True
+    exact_losses = True  # each round starts from the exact F_l (and the largest weight)
 
     def __init__(self, params: dict) -> None:
         self.params = dict(params)
@@ -394,6 +395,8 @@ class MultiBoost:
         self._pending = None
         self._last_eta = h.coef  # the next line search's order goes by it
         self.model.append(h.stump, h.coef, domain=k)
+        if not self.exact_losses:
+            return {"train_errors": int(self.proto.reduce_counts(np.array([errors]))[0])}
         # One collective: the errors, the largest row weight (which scales the
         # next fixed-point sums) and the next round's F_l (correctly rounded).
         terms = _exact.grouped_partials(self.a, self.domain, self.p)
