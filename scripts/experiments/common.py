@@ -68,7 +68,7 @@ def provenance() -> str:
     import mpiboost
 
     pkg_root = Path(mpiboost.__file__).resolve().parents[1]
-    if pkg_root == REPO:
+    if pkg_root == REPO and (REPO / ".git").exists():
         head = git("rev-parse", "--short", "HEAD") or "?"
         dirty = git("status", "--porcelain", "--untracked-files=no")
         if dirty:
