@@ -17,7 +17,8 @@ which stops when no coordinate lowers the max) stops at round 1, while 0.1
 lowers the worst domain's loss fastest (docs/results.md).
 Each round, with ``pi_l`` the soft-max weights of the domains:
 
-1. ``F_k`` of the current ensemble (exact per-domain sums).
+1. ``F_k`` of the current ensemble (exact per-domain sums; after round 1
+   they come with the previous update's error count, in one collective).
 2. Candidate domains: those with ``pi_k`` within 1e-3 of the largest (the
    active set). For each candidate k, one histogram over all rows of
    ``pi_l exp(-y f) Q(k|x) y / m_l`` (l = the row's domain): the directional
@@ -35,11 +36,11 @@ the directions ``u_i = y_i Q(k|x_i) h(x_i)`` also sums the Chebyshev
 moments ``C_lj = sum_{i in S_l} a_i T_j(u_i)``, ``j <= K``: since
 ``e^{-eta u} = I_0(eta) + 2 sum_j I_j(-eta) T_j(u)`` (modified Bessel
 functions), ``F_l`` and its derivatives follow for any ``eta`` with a
-remainder below ``2 e^eta sum_{j>=K} I_j(eta)`` relative to ``F_l`` (|u| <= 1),
-which is held under 1e-10 by searching only within the radius where it
-holds. The order K follows the previous step; a trial step outside the
-radius costs one more pass, which expands around that step. The sums are
-exact integers, so every rank searches alike.
+remainder below ``2 e^eta sum_{j>=K} I_j(eta)`` relative to ``F_l`` (|u| <= 1).
+The model answers only within the radius where that bound is under 1e-10;
+the order K follows the previous step, and a trial step outside the radius
+costs one more pass, which expands around that step. The sums are exact
+integers, so every rank searches alike.
 
 The domain classifier Q is a multinomial logistic regression fitted first
 (:mod:`mpiboost.domain_classifier`) and stored in the model.
