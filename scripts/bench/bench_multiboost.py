@@ -54,6 +54,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import load_line, run_cmd  # noqa: E402
+
 CONFIGS = [
     ("AdaBoost-all", ["--algo", "adaboost", "--weak-learner", "histogram"]),
     ("MultiBoost line-search", ["--algo", "multiboost", "--step", "line-search"]),
@@ -63,21 +66,6 @@ CONFIGS = [
 ]
 
 
-def run_cmd(cmd: list, timeout: float) -> tuple:
-    """Run ``cmd``; return (wall seconds, stdout, stderr, returncode)."""
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        return time.perf_counter() - t0, exc.stdout or "", f"timed out after {timeout} s", -1
-    return time.perf_counter() - t0, p.stdout, p.stderr, p.returncode
-
-
-def load_line() -> str:
-    try:
-        return subprocess.run(["uptime"], stdout=subprocess.PIPE, text=True).stdout.strip()
-    except OSError:
-        return "load average: %.2f, %.2f, %.2f" % os.getloadavg()
 
 
 def generate(args) -> list:

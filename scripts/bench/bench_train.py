@@ -49,6 +49,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import load_line, run_cmd  # noqa: E402
+
 TARGET_RATIO = {"adaboost": 0.5, "smoothboost": 0.25}
 RSS_PER_ROW_EXTRA = 64  # bytes per row on top of the d feature bytes
 RSS_FIXED = 300_000_000  # bytes
@@ -136,15 +139,6 @@ def peer_worker(args: argparse.Namespace) -> None:
 
 
 # --------------------------------------------------------------------------- driver
-
-def run_cmd(cmd: list, timeout: float) -> tuple:
-    """Run ``cmd``; return (wall seconds, stdout, stderr, returncode)."""
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        return time.perf_counter() - t0, exc.stdout or "", f"timed out after {timeout} s", -1
-    return time.perf_counter() - t0, p.stdout, p.stderr, p.returncode
 
 
 def generate(args, mpiboost_cmd: list) -> tuple:
@@ -279,12 +273,6 @@ def summarize(cfg: dict) -> dict:
 def fmt(v, spec: str, none: str = "-") -> str:
     return none if v is None else format(v, spec)
 
-
-def load_line() -> str:
-    try:
-        return subprocess.run(["uptime"], stdout=subprocess.PIPE, text=True).stdout.strip()
-    except OSError:
-        return "load average: %.2f, %.2f, %.2f" % os.getloadavg()
 
 
 def main() -> None:
