@@ -150,17 +150,56 @@ def _comm(args: argparse.Namespace):
     return comm_mod.world()
 
 
+TRANSFER = ("msdtra", "mstra", "dtradaboost", "tradaboost")
+
+
+def _training_files(args: argparse.Namespace) -> list:
+    """``--data``, or ``--target`` followed by the ``--source`` files (domain 0 is the target)."""
+    if args.target:
+        if args.data:
+            raise InputError("give either --data or --target/--source, not both")
+        if not args.source:
+            raise InputError("--target needs at least one --source file")
+        return [args.target, *args.source]
+    if args.source:
+        raise InputError("--source needs --target T.h5")
+    if not args.data:
+        raise InputError("give the training data: --data F.h5 [...] or --target T.h5 --source S.h5 [...]")
+    return list(args.data)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from . import callbacks as cb
     from .model import Model
     from .train import train
 
     comm = _comm(args)
+    data = _training_files(args)
     params = {"weak_learner": args.weak_learner}
+    if args.algo in TRANSFER:
+        if args.target:
+            params["target_domain"] = 0
+        elif args.target_domain is not None:
+            params["target_domain"] = args.target_domain
+        params["high_error"] = args.high_error
+        if args.vote_from:
+            params["vote_from"] = args.vote_from
+        if args.algo == "msdtra":
+            params["hard_error"] = bool(args.hard_error)
+        elif args.hard_error:
+            raise InputError("--hard-error is an MSDTrA option (the other algorithms vote with one stump per round)")
+    elif args.target_domain is not None or args.vote_from or args.hard_error:
+        raise InputError("--target-domain, --vote-from and --hard-error are for the transfer algorithms "
+                         f"({', '.join(TRANSFER)})")
+    elif args.target:
+        if args.algo != "adaboost":
+            raise InputError(f"--target/--source are for the transfer algorithms ({', '.join(TRANSFER)}) "
+                             "and adaboost (trained on the target rows only)")
+        params["train_domain"] = 0
     if args.entity_balanced:
         params["entity_balanced"] = True
     if args.train_domain is not None:
-        if args.algo in ("multiboost", "fedmultiboost"):
+        if args.algo in ("multiboost", "fedmultiboost", *TRANSFER):
             raise InputError("--train-domain is for the single-domain baselines (adaboost, smoothboost)")
         params["train_domain"] = args.train_domain
     if args.algo == "smoothboost":
@@ -202,7 +241,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 resume = Model.load(args.checkpoint)
     result = train(
         comm,
-        args.data,
+        data,
         algorithm=args.algo,
         rounds=args.rounds,
         params=params,
@@ -236,8 +275,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _truncate(model, rounds: int):
     if not rounds:
         return model
-    if rounds < 0 or rounds > model.n_stumps:
-        raise InputError(f"--rounds {rounds}: the model has {model.n_stumps} stumps")
+    if rounds < 0 or rounds > model.n_rounds:
+        raise InputError(f"--rounds {rounds}: the model has {model.n_rounds} rounds")
     return model.truncated(rounds)
 
 
@@ -418,7 +457,10 @@ def build_parser() -> argparse.ArgumentParser:
         "The same seed gives the same model on any number of ranks.",
     )
     p.add_argument("--algo", required=True, choices=sorted(boost_names()), help="algorithm")
-    p.add_argument("--data", required=True, nargs="+", metavar="F.h5", help="training files (several = several domains)")
+    p.add_argument("--data", nargs="+", metavar="F.h5", help="training files (several = several domains)")
+    p.add_argument("--target", metavar="T.h5",
+                   help="transfer algorithms: the target domain's rows (with --source; replaces --data)")
+    p.add_argument("--source", nargs="+", metavar="S.h5", help="transfer algorithms: one file per source domain")
     p.add_argument("--rounds", type=int, required=True, metavar="T", help="boosting rounds")
     p.add_argument("--model", required=True, metavar="M.h5", help="output model file (written atomically)")
     p.add_argument("--weak-learner", choices=("sample", "histogram"), default="histogram",
@@ -445,6 +487,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--q-data", nargs="+", metavar="U.h5",
                    help="MultiBoost/FedMultiBoost: extra rows that only train the domain classifier Q "
                         "(labels unused; domains matched to the training domains by name)")
+    p.add_argument("--target-domain", metavar="K",
+                   help="transfer algorithms with --data: the target domain (index or name; default: the one "
+                        "named 'target'); every other domain is a source")
+    p.add_argument("--vote-from", choices=("first", "half"),
+                   help="transfer algorithms: the final vote counts rounds 1..M ('first') or ceil(M/2)..M "
+                        "('half'); default: half for tradaboost/dtradaboost, first for msdtra/mstra")
+    p.add_argument("--hard-error", action="store_true",
+                   help="MSDTrA: a row's error is that of the mixture thresholded at 1/2 (default: soft error)")
+    p.add_argument("--high-error", choices=("stop", "clip"), default="stop",
+                   help="transfer algorithms: a round with target error >= 1/2 ends training (stop, the default) "
+                        "or goes on with error 0.499 (clip)")
     p.add_argument("--client-size", type=int, default=100, help="FedMultiBoost: rows per client (default 100)")
     p.add_argument("--clients-per-round", type=int, default=10,
                    help="FedMultiBoost: clients sampled per domain per round (default 10)")
@@ -474,7 +527,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
     p.add_argument("--out", required=True, metavar="P.npy|P.csv", help="output (.npy, or .csv with one column)")
     p.add_argument("--scores", action="store_true", help="write the ensemble score instead of the label")
-    p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T stumps (default: all)")
+    p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T rounds (default: all)")
     p.add_argument("--dedicated-coordinator", action="store_true")
     p.set_defaults(func=cmd_predict)
 
@@ -485,7 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--model", required=True, metavar="M.h5")
     p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
-    p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T stumps (default: all)")
+    p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T rounds (default: all)")
     p.add_argument("--dedicated-coordinator", action="store_true")
     p.set_defaults(func=cmd_evaluate)
 

@@ -4,6 +4,10 @@ A model is a list of stumps with coefficients, the bin edges that turn raw
 features into the bins the stumps test, and what produced it (algorithm,
 parameters, mpiboost version). The prediction is ``sign(sum_t coef_t h_t(x))``
 (ties give +1); an unweighted majority vote has all coefficients 1.
+A round may add several stumps (MSDTrA's mixture of candidates): ``round``
+says which round each stump belongs to, and the transfer algorithms that
+vote with the later rounds only (``params["vote_from"] == "half"``, as in
+TrAdaBoost) give the earlier rounds' stumps no vote.
 
 The JSON export is canonical (sorted keys, shortest round-trip floats, no
 timestamps or host names), so two models compare byte for byte.
@@ -43,6 +47,7 @@ class Model:
     domain: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # -1: plain vote
     domain_classifier: Any = None  # Q(k|x) of a Q-ensemble (MultiBoost)
     domain_names: Optional[list] = None
+    round: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))  # 1-based round of each stump
 
     @property
     def needs_raw(self) -> bool:
@@ -58,7 +63,29 @@ class Model:
     def n_features(self) -> int:
         return self.bins.n_features
 
-    def append(self, stump, coef: float, domain: Optional[int] = None) -> None:
+    @property
+    def n_rounds(self) -> int:
+        return int(self.round[-1]) if self.round.shape[0] else 0
+
+    def first_voting_round(self) -> int:
+        """The first round whose stumps vote: 1, or ceil(M/2) of M rounds with ``vote_from = "half"``."""
+        if (self.params or {}).get("vote_from") == "half":
+            return max(1, -(-self.n_rounds // 2))
+        return 1
+
+    def vote_coefficients(self) -> np.ndarray:
+        """Each stump's coefficient in the vote (0 for rounds before :meth:`first_voting_round`)."""
+        t0 = self.first_voting_round()
+        if t0 <= 1:
+            return self.coef
+        return np.where(self.round >= t0, self.coef, 0.0)
+
+    def append(self, stump, coef: float, domain: Optional[int] = None, round: Optional[int] = None) -> None:
+        """Add a stump; it starts a new round unless ``round`` names the current one."""
+        r = self.n_rounds + 1 if round is None else int(round)
+        if r < self.n_rounds:
+            raise ValueError(f"round {r} comes before the model's last round {self.n_rounds}")
+        self.round = np.append(self.round, np.int32(r)).astype(np.int32)
         self.domain = np.append(self.domain, np.int32(-1 if domain is None else domain)).astype(np.int32)
         self.feature = np.append(self.feature, np.int32(stump.feature)).astype(np.int32)
         self.bin = np.append(self.bin, np.int32(stump.bin)).astype(np.int32)
@@ -75,11 +102,24 @@ class Model:
             )
 
     def truncated(self, rounds: int) -> "Model":
-        """The model of the first ``rounds`` stumps."""
+        """The model of the first ``rounds`` rounds (stumps, for one stump per round)."""
         m = Model(**{**self.__dict__})
-        for name in ("feature", "bin", "left", "missing_left", "coef", "domain"):
-            setattr(m, name, getattr(self, name)[:rounds].copy())
+        keep = int(np.searchsorted(self.round, rounds, side="right"))
+        for name in ("feature", "bin", "left", "missing_left", "coef", "domain", "round"):
+            setattr(m, name, getattr(self, name)[:keep].copy())
         return m
+
+    def rounds(self):
+        """``(round, [(stump, coef, domain), ...])`` for each round, in order."""
+        items = list(zip(self.stumps(), self.domain, self.round))
+        out: list = []
+        for (stump, coef), k, r in items:
+            entry = (stump, coef, None if k < 0 else int(k))
+            if out and out[-1][0] == int(r):
+                out[-1][1].append(entry)
+            else:
+                out.append((int(r), [entry]))
+        return out
 
     def thresholds(self) -> np.ndarray:
         """Real-valued threshold of each stump (``x <= threshold`` goes left)."""
@@ -103,7 +143,7 @@ class Model:
             np.ascontiguousarray(self.bin, dtype=np.int32),
             np.ascontiguousarray(self.left, dtype=np.int8),
             np.ascontiguousarray(self.missing_left, dtype=np.uint8),
-            np.ascontiguousarray(self.coef, dtype=np.float64),
+            np.ascontiguousarray(self.vote_coefficients(), dtype=np.float64),
         )
         if self.domain_classifier is None:
             _predict.predict_binned(cols, *args, out)
@@ -148,7 +188,7 @@ class Model:
             with h5py.File(tmp, "w") as f:
                 f.attrs["header"] = json.dumps(_plain(self._header()), sort_keys=True)
                 g = f.create_group("ensemble")
-                for name in ("feature", "bin", "left", "missing_left", "coef", "domain"):
+                for name in ("feature", "bin", "left", "missing_left", "coef", "domain", "round"):
                     g.create_dataset(name, data=getattr(self, name))
                 g.create_dataset("threshold", data=self.thresholds())
                 flat, offsets = self.bins.flat()
@@ -195,6 +235,7 @@ class Model:
                 domain=g["domain"][()].astype(np.int32) if "domain" in g else np.full(len(g["coef"]), -1, np.int32),
                 domain_classifier=clf,
                 domain_names=h.get("domain_names"),
+                round=g["round"][()].astype(np.int32) if "round" in g else np.arange(1, len(g["coef"]) + 1, dtype=np.int32),
             )
 
     def to_json(self) -> str:
@@ -210,11 +251,14 @@ class Model:
                 "missing_left": bool(ml),
                 "coef": float(c),
                 "domain": int(k) if k >= 0 else None,
+                "round": int(r),
             }
-            for f, b, th, lv, ml, c, k in zip(
-                self.feature, self.bin, self.thresholds(), self.left, self.missing_left, self.coef, self.domain
+            for f, b, th, lv, ml, c, k, r in zip(
+                self.feature, self.bin, self.thresholds(), self.left, self.missing_left, self.coef, self.domain,
+                self.round,
             )
         ]
+        doc["first_voting_round"] = self.first_voting_round()
         doc["bin_edges"] = [e.tolist() for e in self.bins.edges]
         return json.dumps(_plain(doc), sort_keys=True, allow_nan=True, separators=(",", ":"))
 

@@ -121,6 +121,8 @@ def train(
         raise InputError(f"--rounds must be at least 1, got {rounds}")
     params = dict(params or {})
     cls = boost.get(algorithm)
+    if getattr(cls, "needs_rounds", False):
+        params["rounds"] = int(rounds)  # part of the algorithm (the transfer algorithms' source factor)
     n_threads = threads or comm.default_threads()
     _openmp.set_num_threads(n_threads)
     clock = time.perf_counter
@@ -163,16 +165,18 @@ def train(
         if vshard.n_local and h.domain is not None:
             vmargin[:] += h.coef * vQ[:, h.domain] * h.stump.predict(vshard.cols)
         elif vshard.n_local:
-            _weights.add_stump(vmargin, h.stump.column(vshard.cols), *h.stump.args(), h.coef)
+            for stump, coef in h.members():
+                _weights.add_stump(vmargin, stump.column(vshard.cols), *stump.args(), coef)
         wrong = _weights.margin_errors(vmargin, vshard.y)
         return proto.reduce_counts(np.array([wrong]))[0] / vshard.n_global
 
     done = 0
     if resume is not None:
         _check_resume(resume, algorithm, algo.params)
-        part = resume.truncated(min(rounds, resume.n_stumps))
-        for (stump, coef), k in zip(part.stumps(), part.domain):
-            h = Hypothesis(stump, coef, domain=None if k < 0 else int(k))
+        part = resume.truncated(min(rounds, resume.n_rounds))
+        for _, members in part.rounds():
+            (stump, coef, k), rest = members[0], members[1:]
+            h = Hypothesis(stump, coef, domain=k, more=tuple((s, c) for s, c, _ in rest))
             algo.apply(h)
             add_valid(h)
             done += 1
@@ -204,8 +208,9 @@ def train(
         phase["valid"] += t3 - t2
         per_primitive = comm.bytes.take_round()
         metrics = {"round": t, **h.metrics}
-        metrics["train_error"] = out.pop("train_errors") / shard.n_global
-        metrics.update(out)
+        if "train_errors" in out:
+            metrics["train_error"] = out.pop("train_errors") / shard.n_global
+        metrics.update(out)  # an algorithm may report its own train_error (the transfer ones: on the target)
         if verr is not None:
             metrics["valid_error"] = verr
         metrics["coef"] = h.coef
@@ -235,7 +240,7 @@ def train(
     model.info = {
         "n_train": shard.n_global,
         "labels": {str(k): int(v) for k, v in shard.label_counts.items()},
-        "rounds": model.n_stumps,
+        "rounds": model.n_rounds,
         "stop_reason": stop_reason,
         "seed": seed,
     }
@@ -247,7 +252,7 @@ def train(
     comm_seconds = sum(v["seconds"] for k, v in totals.items() if k not in ("binning", "other"))
     summary = {
         "algorithm": algorithm,
-        "rounds": model.n_stumps,
+        "rounds": model.n_rounds,
         "stop_reason": stop_reason,
         "n": shard.n_global,
         "d": shard.d,

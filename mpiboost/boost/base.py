@@ -33,6 +33,11 @@ class Hypothesis:
     coef: float  # vote coefficient; apply() derives its update from (stump, coef, domain) alone
     metrics: dict = field(default_factory=dict)
     domain: Optional[int] = None  # Q-ensembles: the stump votes with weight Q(domain|x)
+    more: tuple = ()  # further (stump, coef) pairs of the same round (MSDTrA's mixture of candidates)
+
+    def members(self) -> list:
+        """Every (stump, coef) pair this round adds to the ensemble."""
+        return [(self.stump, self.coef), *self.more]
 
 
 def _domain_index(which, data) -> int:

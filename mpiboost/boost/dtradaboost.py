@@ -1,0 +1,16 @@
+"""DTrAdaBoost: TrAdaBoost with the dynamic factor (ALGORITHMS §4; Al-Stouhi & Reddy 2011).
+
+TrAdaBoost (:mod:`.tradaboost`) over the union of the sources, with the
+source update multiplied by ``C_t = 2 (1 - eps_t)``: correctly classified
+source rows then keep their weight from round to round instead of
+draining to the target. With a single source it is MSDTrA's update.
+Votes over rounds ceil(M/2)..M by default, as TrAdaBoost.
+"""
+from __future__ import annotations
+
+from .tradaboost import TrAdaBoost
+
+
+class DTrAdaBoost(TrAdaBoost):
+    name = "dtradaboost"
+    dynamic = True

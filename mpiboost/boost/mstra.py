@@ -1,0 +1,45 @@
+"""MSTrA: multi-source TrAdaBoost (ALGORITHMS §4; Yao & Doretto 2010).
+
+Each round trains one candidate per source on source k and the target rows
+(current weights) and keeps the one with the lowest weighted error on the
+target (ties: the first source). ``alpha_t = 1/2 ln((1 - eps) / eps)``;
+source rows ``w <- w exp(-alpha_a [miss])`` with
+``alpha_a = 1/2 ln(1 + sqrt(2 ln n_a / M))``, target rows
+``w <- w exp(alpha_t [miss])``. Output ``sign(sum_t alpha_t h_t)``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from .transfer import Plan, TransferBoosting
+
+
+def alpha_a(n_source: int, rounds: int) -> float:
+    return 0.5 * math.log(1.0 + math.sqrt(2.0 * math.log(max(n_source, 1)) / rounds))
+
+
+class MSTrA(TransferBoosting):
+    name = "mstra"
+    per_source = True
+    default_vote_from = "first"
+
+    def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:
+        best = int(np.argmin(eps))  # the first of equal errors
+        e, info = self.round_error(float(eps[best]))
+        metrics = {"eps_sources": eps.tolist(), "chosen": best, **info}
+        if e is None:
+            return None
+        alpha = 0.5 * math.log((1.0 - e) / e)
+        a_src = alpha_a(self.n_source, self.rounds)
+        metrics.update(eps_t=e, alpha_t=alpha, alpha_a=a_src)
+        return Plan(
+            members=[(best, 1.0, alpha)],
+            eps=e,
+            hard=True,
+            target=(1.0, alpha),
+            source=(1.0, -a_src),
+            metrics=metrics,
+        )
