@@ -82,15 +82,22 @@ def binary_columns(const bin_t[:, ::1] XT):
     return out
 
 
-def build_histogram(const bin_t[:, ::1] XT, const fixed_t[::1] g, fixed_t[:, ::1] hist, binary=None):
+def build_histogram(const bin_t[:, ::1] XT, const fixed_t[::1] g, fixed_t[:, ::1] hist, binary=None,
+                    idx_t lo=0, idx_t hi=-1):
     """``hist[j, b] = sum of g[i] over rows i with XT[j, i] == b``; XT is (d, n), hist (d, 256).
 
     ``binary`` (from :func:`binary_columns`) lets 0/1 columns use a masked sum;
-    the result is the same either way.
+    the result is the same either way. ``lo, hi``: only rows ``lo <= i < hi``
+    (default all).
     """
-    cdef idx_t d = XT.shape[0], n = XT.shape[1]
+    cdef idx_t d = XT.shape[0], n_all = XT.shape[1], n
     cdef idx_t t, nt, k, j, b
-    if g.shape[0] != n or hist.shape[0] != d or hist.shape[1] != 256:
+    if hi < 0:
+        hi = n_all
+    if not 0 <= lo <= hi <= n_all:
+        raise ValueError("row range out of bounds")
+    n = hi - lo
+    if g.shape[0] != n_all or hist.shape[0] != d or hist.shape[1] != 256:
         raise ValueError("shape mismatch")
     flags = np.zeros(max(d, 1), dtype=np.uint8) if binary is None else np.ascontiguousarray(binary, dtype=np.uint8)
     if flags.shape[0] < d:
@@ -101,7 +108,7 @@ def build_histogram(const bin_t[:, ::1] XT, const fixed_t[::1] g, fixed_t[:, ::1
     cdef fixed_t[:, ::1] L = local
     if n and d:
         for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-            _block_hist(XT, &g[0], &bf[0], t * n // nt, (t + 1) * n // nt, &L[t, 0])
+            _block_hist(XT, &g[0], &bf[0], lo + t * n // nt, lo + (t + 1) * n // nt, &L[t, 0])
     for j in range(d):
         for b in range(256):
             hist[j, b] = 0

@@ -43,26 +43,62 @@ def domain_histograms(const bin_t[:, ::1] XT, const fixed_t[::1] g, const int[::
             h[domain[i] * stride + j * 256 + col[i]] += g[i]
 
 
-cdef inline double _row_error(const bin_t[:, ::1] XT, idx_t i, signed char yi, const int* feat, const int* bins,
-                              const signed char* left, const unsigned char* ml, const double* vt, int m,
-                              bint hard, double* score_add, const double* coef) noexcept nogil:
-    """The row's error e (soft: the mixture's weight on wrong candidates; hard:
-    whether the mixture, thresholded at 1/2, is wrong) and its score increment."""
-    cdef int k
+cdef inline int _row_wrong(const bin_t** col, idx_t i, signed char yi, const int* bins, const signed char* left,
+                           const unsigned char* ml, const double* vt, int m, bint hard,
+                           const double* coef, double* score_add, double* e_out) noexcept nogil:
+    """Mistakes of the row: returns the bit mask of wrong candidates (first 32; soft
+    error and score increment in the outputs). Hard: bit 0 = the thresholded mixture is wrong."""
+    cdef int k, mask = 0
     cdef signed char h
     cdef double wrong = 0.0, pos = 0.0, s = 0.0
     for k in range(m):
-        h = stump_value(XT[feat[k] if feat[k] >= 0 else 0, i], bins[k], left[k], ml[k])
+        h = stump_value(col[k][i], bins[k], left[k], ml[k])
         s = s + coef[k] * h
         if h != yi:
             wrong = wrong + vt[k]
+            if k < 32:
+                mask = mask | (1 << k)
         if h > 0:
             pos = pos + vt[k]
     score_add[0] = s
     if hard:
         # f_t(x) = weight of the candidates voting 1; class 1 iff f_t >= 1/2.
-        return 1.0 if (1 if pos >= 0.5 else -1) != yi else 0.0
-    return wrong
+        e_out[0] = 1.0 if (1 if pos >= 0.5 else -1) != yi else 0.0
+        return 1 if e_out[0] > 0 else 0
+    e_out[0] = wrong
+    return mask
+
+
+cdef class _Candidates:
+    """Typed arrays of a round's candidate stumps and the column each reads."""
+    cdef int[::1] b
+    cdef signed char[::1] lv
+    cdef unsigned char[::1] mlv
+    cdef double[::1] v
+    cdef double[::1] c
+    cdef int m
+    cdef object cols_ptr  # int64 addresses of the columns (kept with XT alive by the caller)
+
+    def __init__(self, const bin_t[:, ::1] XT, feature, bins, left, missing_left, vt, coef):
+        cdef int[::1] f = np.ascontiguousarray(feature, dtype=np.int32)
+        self.b = np.ascontiguousarray(bins, dtype=np.int32)
+        self.lv = np.ascontiguousarray(left, dtype=np.int8)
+        self.mlv = np.ascontiguousarray(missing_left, dtype=np.uint8)
+        self.v = np.ascontiguousarray(vt, dtype=np.float64)
+        self.c = np.ascontiguousarray(coef, dtype=np.float64)
+        self.m = f.shape[0]
+        if (self.m == 0 or self.b.shape[0] != self.m or self.lv.shape[0] != self.m or self.mlv.shape[0] != self.m
+                or self.v.shape[0] != self.m or self.c.shape[0] != self.m):
+            raise ValueError("one (feature, bin, left, missing_left, vt, coef) per candidate, at least one")
+        ptr = np.zeros(self.m, dtype=np.intp)
+        cdef Py_ssize_t[::1] pv = ptr
+        cdef int k
+        for k in range(self.m):
+            if f[k] < 0 or (f[k] >= XT.shape[0] and XT.shape[1] > 0):
+                raise ValueError("feature out of range")
+            if XT.shape[1] > 0:
+                pv[k] = <Py_ssize_t> &XT[f[k], 0]
+        self.cols_ptr = ptr
 
 
 def transfer_update(double[::1] w, double[::1] score, const bin_t[:, ::1] XT, const signed char[::1] y,
@@ -71,40 +107,47 @@ def transfer_update(double[::1] w, double[::1] score, const bin_t[:, ::1] XT, co
     """One round's weight update, in place.
 
     For each row: ``e`` = the error of the round's hypothesis (the candidates
-    ``(feature, bins, left, missing_left)`` mixed with weights ``vt``; soft or
-    hard, see :func:`_row_error`); ``w *= mult * exp(e * log)`` with the
+    ``(feature, bins, left, missing_left)`` mixed with weights ``vt``; soft:
+    the mixture weight of the wrong candidates; hard: 1 if the mixture
+    thresholded at 1/2 is wrong); ``w *= mult * exp(e * log)`` with the
     source or the target pair; ``score += sum_k coef_k h_k(x)``.
+    ``exp(e * log)`` is taken as the product of the wrong candidates'
+    factors ``exp(vt_k * log)`` (precomputed), so no row calls ``exp``.
 
     Returns
     -------
     (target_errors, source_errors)
         Rows of each group whose updated score has the wrong sign (0 -> +1).
     """
-    cdef int[::1] f = np.ascontiguousarray(feature, dtype=np.int32)
-    cdef int[::1] b = np.ascontiguousarray(bins, dtype=np.int32)
-    cdef signed char[::1] lv = np.ascontiguousarray(left, dtype=np.int8)
-    cdef unsigned char[::1] mlv = np.ascontiguousarray(missing_left, dtype=np.uint8)
-    cdef double[::1] v = np.ascontiguousarray(vt, dtype=np.float64)
-    cdef double[::1] c = np.ascontiguousarray(coef, dtype=np.float64)
-    cdef int m = f.shape[0]
+    cdef _Candidates C = _Candidates(XT, feature, bins, left, missing_left, vt, coef)
+    cdef int m = C.m, k
     cdef idx_t n = w.shape[0], i
-    cdef double e, s, sc
+    cdef double e, s, sc, fac
+    cdef int mask
     cdef long long te = 0, se = 0
     if score.shape[0] != n or XT.shape[1] != n or y.shape[0] != n or is_source.shape[0] != n:
         raise ValueError("shape mismatch")
-    if m == 0 or b.shape[0] != m or lv.shape[0] != m or mlv.shape[0] != m or v.shape[0] != m or c.shape[0] != m:
-        raise ValueError("one (feature, bin, left, missing_left, vt, coef) per candidate, at least one")
-    for i in range(m):
-        if f[i] >= XT.shape[0] and XT.shape[0] > 0:
-            raise ValueError("feature out of range")
     if n == 0:
         return 0, 0
+    # factors[g, k]: group g (0 target, 1 source), candidate k wrong; hard: k = 0 is the mixture
+    factors = np.empty((2, max(m, 1)))
+    for k in range(m):
+        factors[0, k] = np.exp((1.0 if hard else C.v[k]) * log_target)
+        factors[1, k] = np.exp((1.0 if hard else C.v[k]) * log_source)
+    cdef double[:, ::1] F = factors
+    cdef Py_ssize_t[::1] pv = C.cols_ptr
+    cdef const bin_t** col = <const bin_t**> &pv[0]
+    cdef int exact_mask = hard or m <= 32
     for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
-        e = _row_error(XT, i, y[i], &f[0], &b[0], &lv[0], &mlv[0], &v[0], m, hard, &s, &c[0])
-        if is_source[i]:
-            w[i] = w[i] * mult_source * exp(e * log_source)
+        mask = _row_wrong(col, i, y[i], &C.b[0], &C.lv[0], &C.mlv[0], &C.v[0], m, hard, &C.c[0], &s, &e)
+        fac = mult_source if is_source[i] else mult_target
+        if exact_mask:
+            for k in range(m if not hard else 1):
+                if mask & (1 << k):
+                    fac = fac * F[is_source[i], k]
         else:
-            w[i] = w[i] * mult_target * exp(e * log_target)
+            fac = fac * exp(e * (log_source if is_source[i] else log_target))
+        w[i] = w[i] * fac
         sc = score[i] + s
         score[i] = sc
         if (1 if sc >= 0 else -1) != y[i]:
@@ -118,16 +161,15 @@ def transfer_update(double[::1] w, double[::1] score, const bin_t[:, ::1] XT, co
 def row_errors(const bin_t[:, ::1] XT, const signed char[::1] y, feature, bins, left, missing_left, vt,
                bint hard, double[::1] out):
     """``out[i]`` = the row's error e of :func:`transfer_update` (no update)."""
-    cdef int[::1] f = np.ascontiguousarray(feature, dtype=np.int32)
-    cdef int[::1] b = np.ascontiguousarray(bins, dtype=np.int32)
-    cdef signed char[::1] lv = np.ascontiguousarray(left, dtype=np.int8)
-    cdef unsigned char[::1] mlv = np.ascontiguousarray(missing_left, dtype=np.uint8)
-    cdef double[::1] v = np.ascontiguousarray(vt, dtype=np.float64)
-    cdef double[::1] c = np.zeros(f.shape[0])
-    cdef int m = f.shape[0]
     cdef idx_t n = y.shape[0], i
-    cdef double s
-    if XT.shape[1] != n or out.shape[0] != n or m == 0 or v.shape[0] != m:
+    cdef _Candidates C = _Candidates(XT, feature, bins, left, missing_left, vt, np.zeros(len(vt)))
+    cdef double s, e
+    if XT.shape[1] != n or out.shape[0] != n:
         raise ValueError("shape mismatch")
+    if n == 0:
+        return
+    cdef Py_ssize_t[::1] pv = C.cols_ptr
+    cdef const bin_t** col = <const bin_t**> &pv[0]
     for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
-        out[i] = _row_error(XT, i, y[i], &f[0], &b[0], &lv[0], &mlv[0], &v[0], m, hard, &s, &c[0])
+        _row_wrong(col, i, y[i], &C.b[0], &C.lv[0], &C.mlv[0], &C.v[0], C.m, hard, &C.c[0], &s, &e)
+        out[i] = e

@@ -268,6 +268,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {args.model}"
         if s["stop_reason"] != "rounds":
             line += f" (stopped early: {s['stop_reason']})"
+            if s["rounds"] == 0:
+                line += "; the model is EMPTY and predicts +1 for every row"
         print(line, flush=True)
     return 0
 

@@ -197,7 +197,7 @@ def train(
         h = algo.select(t)
         t1 = clock()
         if h is None:
-            stop_reason = "no weak edge left (weighted error >= 1/2)"
+            stop_reason = getattr(algo, "stop_message", "no weak edge left (weighted error >= 1/2)")
             break
         out = algo.apply(h)
         t2 = clock()

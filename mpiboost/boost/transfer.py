@@ -19,7 +19,7 @@ A target domain with few labelled rows and N source domains. Every round:
    the exact mass of every domain (one collective, with the target's training
    errors) and the normalization to a total of 1.
 
-Rounds where the combined target error ``eps_t >= 1/2`` end training
+Rounds where the combined target error ``eps_t >= 1/2 - 1e-9`` end training
 (``high_error = "stop"``, the default) or go on with ``eps_t = 0.499``
 (``"clip"``); ``eps_t = 0`` (every candidate right on every target row) is
 raised to ``EPS_MIN`` so that ``beta_t = eps_t / (1 - eps_t) > 0``: such a
@@ -45,6 +45,12 @@ from .base import Hypothesis, _domain_index
 
 EPS_MIN = 1e-10  # a round with no target error gets this one (beta_t > 0)
 EPS_CLIP = 0.499  # high_error = "clip": rounds at or above 1/2 go on with this error
+# Errors within this of 1/2 count as 1/2. TrAdaBoost's target update leaves the
+# last stump at target error 1/2 exactly (as AdaBoost's does), and the next
+# round often picks that stump again: whether its error then comes out as
+# 0.5 or 0.49999999999999994 is rounding, and must not decide between
+# stopping and a round with a vote of 1e-16.
+HALF_TOL = 1e-9
 HIGH_ERROR = ("stop", "clip")
 VOTE_FROM = ("first", "half")
 
@@ -79,6 +85,7 @@ class TransferBoosting:
     per_source = True
     default_vote_from = "first"
     needs_rounds = True  # the source factor depends on the number of rounds M
+    stop_message = "the round's target error reached 1/2 (--high-error clip goes on)"
 
     def __init__(self, params: dict) -> None:
         self.params = dict(params)
@@ -131,7 +138,18 @@ class TransferBoosting:
         self.t_cols = np.ascontiguousarray(data.cols[:, t_rows])
         self.t_y = np.ascontiguousarray(data.y[t_rows])
         self._g = np.empty(n, dtype=np.int64)
-        self._hists = np.zeros((self.p, data.d, 256), dtype=np.int64)
+        # One candidate on every row (TrAdaBoost) needs one histogram, not one per domain.
+        self._hists = np.zeros((self.p if self.per_source else 1, data.d, 256), dtype=np.int64)
+        # Domains usually come as a few contiguous runs of rows (one file per
+        # domain): the blocked histogram kernel then runs once per run. Rows
+        # of interleaved domains take the one-pass kernel with domain ids.
+        cut = np.flatnonzero(np.diff(self.domain)) + 1
+        starts = np.concatenate([[0], cut]).astype(np.intp)
+        stops = np.concatenate([cut, [n]]).astype(np.intp)
+        self._runs = list(zip(starts.tolist(), stops.tolist(), self.domain[starts].tolist())) if n else []
+        self._use_runs = len(self._runs) <= 4 * self.p
+        self._binary = _histogram.binary_columns(data.cols) if self._use_runs or not self.per_source else None
+        self._tmp = np.zeros((data.d, 256), dtype=np.int64)
         self.n_bins = np.ascontiguousarray(data.bins.n_bins, dtype=np.int64)
         self.beta_a = beta_a(self.n_source, self.rounds)
         self._cache: Optional[tuple] = None
@@ -154,19 +172,15 @@ class TransferBoosting:
 
     # ---------------------------------------------------------- candidates
     def candidate_domains(self) -> list:
-        """Domains whose rows train each candidate."""
+        """Indices into :meth:`local_histograms` whose sum trains each candidate."""
         if self.per_source:
             return [(self.target, k) for k in self.sources]
-        return [tuple(range(self.p))]
+        return [(0,)]  # the single histogram of every row
 
     def candidates(self) -> list:
         """This round's candidate stumps, one per entry of :meth:`candidate_domains` (same on every rank)."""
         groups = self.candidate_domains()
-        if self.data.n_local:
-            _weights.fixed_signed(self.w, self.data.y, FIXED_SHIFT, self._g)
-            _transfer.domain_histograms(self.data.cols, self._g, self.domain, self._hists)
-        else:
-            self._hists[...] = 0
+        self.local_histograms()
         hists = self.proto.reduce_histograms(self._hists, self.n_bins)
         packed = None
         if self.proto.is_center:
@@ -177,6 +191,26 @@ class TransferBoosting:
                 packed += [f, b, left, ml]
         v = self.proto.broadcast_hypothesis(packed, 4 * len(groups))
         return [Stump(int(v[i]), int(v[i + 1]), int(v[i + 2]), bool(v[i + 3])) for i in range(0, len(v), 4)]
+
+    def local_histograms(self) -> np.ndarray:
+        """This rank's histogram of the signed weights (fixed point) per domain, ``(p, d, 256)``
+        (``(1, d, 256)`` over every row when the candidate is trained on every row)."""
+        hists = self._hists
+        if not self.data.n_local:
+            hists[...] = 0
+            return hists
+        _weights.fixed_signed(self.w, self.data.y, FIXED_SHIFT, self._g)
+        if not self.per_source:
+            _histogram.build_histogram(self.data.cols, self._g, hists[0], self._binary)
+            return hists
+        if not self._use_runs:
+            _transfer.domain_histograms(self.data.cols, self._g, self.domain, hists)
+            return hists
+        hists[...] = 0
+        for lo, hi, k in self._runs:
+            _histogram.build_histogram(self.data.cols, self._g, self._tmp, self._binary, lo, hi)
+            hists[k] += self._tmp
+        return hists
 
     def target_errors(self, stumps: list) -> np.ndarray:
         """Exact weighted error of each stump on the target rows (one reduce_stats)."""
@@ -221,7 +255,7 @@ class TransferBoosting:
     def round_error(self, eps: float) -> tuple[Optional[float], dict]:
         """The round's error after the ``high_error`` rule and the floor ``EPS_MIN``; None: stop."""
         info = {"eps_t_raw": float(eps)}
-        if eps >= 0.5:
+        if eps >= 0.5 - HALF_TOL:
             if self.params["high_error"] == "stop":
                 return None, info
             eps = EPS_CLIP
