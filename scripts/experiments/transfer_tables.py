@@ -126,10 +126,11 @@ def train_and_score(args, comm, Rounds, method: str, variant: str, train_files, 
                 params=params_for(method, variant), seed=0, callbacks=[cb], threads=args.threads)
     ev = evaluate(comm, res.model, [str(f) for f in test_files])
     s = res.summary
-    eps = [round(float(r["eps_t_raw"]), 5) for r in cb.rows if "eps_t_raw" in r]
+    eps = [float(r["eps_t_raw"]) for r in cb.rows if "eps_t_raw" in r]  # full precision: 1/2 is a knife edge
     return {
         "error": ev["error"], "auc": ev["auc"], "rounds_done": s["rounds"], "stop_reason": s["stop_reason"],
         "eps_t_raw": eps, "n_high": int(sum(e >= 0.5 for e in eps)), "seconds": s["seconds"]["total"],
+        "n_near_half": int(sum(0.4999 <= e < 0.5 for e in eps)),
         "eps_sources_1": [round(float(x), 4) for x in cb.rows[0].get("eps_sources", [])] if cb.rows else [],
     }
 
@@ -147,7 +148,7 @@ def run_setting(args, rec, comm, Rounds, key: dict, ada_files, train_files, test
             if stop is not None and stop["rounds_done"] == args.rounds and stop["n_high"] == 0:
                 # No round reached 1/2 under "stop": the clip run is the same run (deterministic).
                 res = {f: stop[f] for f in ("error", "auc", "rounds_done", "stop_reason", "eps_t_raw", "n_high",
-                                            "seconds", "eps_sources_1")}
+                                            "n_near_half", "seconds", "eps_sources_1")}
                 res["same_as_stop"] = True
             else:
                 res = train_and_score(args, comm, Rounds, method, variant,
@@ -321,6 +322,17 @@ def render_dataset(args, rec, dataset: str) -> list[str]:
                     cells.append(f"{np.mean([r['n_high'] for r in rs]):.1f}" if rs else "–")
                 table.append(cells)
         out += [C.markdown_table(head0 + [LABEL[m] for m in TRANSFER], table), ""]
+        notes = []
+        for m in TRANSFER:
+            rs = [r for s in settings(args, dataset) for r in runs(rec, dataset, s, m, variant, args.rounds, reps)]
+            if not rs:
+                continue
+            zero = sum(r["rounds_done"] == 0 for r in rs)
+            near = np.mean([r.get("n_near_half", 0) for r in rs])
+            notes.append(f"{LABEL[m]}: {zero} of {len(rs)} runs trained 0 rounds, {near:.1f} rounds per run had "
+                         f"0.4999 <= eps_t < 1/2")
+        out += ["Per method over all settings: " + "; ".join(notes) + " (a 0-round model is empty and predicts "
+                "+1 for every row; a round at eps_t just below 1/2 votes with ln(1/beta_t) ~ 0).", ""]
         rows = paired(rec, args, dataset, variant, reps)
         if rows:
             out += [f"**{dataset}, `--high-error {variant}`: one-sided paired tests**, pairs = (setting, "
