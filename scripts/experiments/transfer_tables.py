@@ -281,6 +281,33 @@ def paired(rec, args, dataset: str, variant: str, reps: int) -> list[list[str]]:
     return rows
 
 
+def paired_by_nb(rec, args, dataset: str, variant: str, reps: int) -> list[list[str]]:
+    """Per n_b: mean error difference, wins/losses and the one-sided Wilcoxon p of each pair."""
+    from scipy import stats
+
+    nbs = args.synth_nb if dataset == "synth" else args.amazon_nb
+    rows = []
+    for a, b in PAIRS:
+        cells = [f"{LABEL[a]} < {LABEL[b]}"]
+        for nb in nbs:
+            diff = []
+            for s in settings(args, dataset):
+                if s["nb"] != nb:
+                    continue
+                ra = {r["rep"]: r["error"] for r in runs(rec, dataset, s, a, variant, args.rounds, reps)}
+                rb = {r["rep"]: r["error"] for r in runs(rec, dataset, s, b, variant, args.rounds, reps)}
+                diff += [ra[k] - rb[k] for k in sorted(set(ra) & set(rb))]
+            diff = np.array(diff)
+            if diff.size < 2:
+                cells.append("–")
+                continue
+            p = (float(stats.wilcoxon(diff, alternative="less", zero_method="wilcox").pvalue)
+                 if np.any(diff != 0) else float("nan"))
+            cells.append(f"{diff.mean():+.3f} ({int((diff < 0).sum())}/{int((diff > 0).sum())}, p {p:.2g})")
+        rows.append(cells)
+    return rows
+
+
 def render_dataset(args, rec, dataset: str) -> list[str]:
     reps = args.reps if dataset == "synth" else args.amazon_reps
     head0 = ["N", "n_b"] if dataset == "synth" else ["target", "n_b"]
@@ -341,6 +368,11 @@ def render_dataset(args, rec, dataset: str) -> list[str]:
                     "alternative='less') and ttest_rel (alternative='less').", "",
                     C.markdown_table(["comparison", "pairs", "Δ error", "W/T/L (error)", "p Wilcoxon", "p t-test",
                                       "Δ AUC", "W/T/L (AUC)", "p Wilcoxon", "p t-test"], rows), ""]
+            nbs = args.synth_nb if dataset == "synth" else args.amazon_nb
+            out += [f"By n_b (`--high-error {variant}`): mean error difference (first − second), (wins/losses "
+                    "of the first), one-sided Wilcoxon p.", "",
+                    C.markdown_table(["comparison", *[f"n_b = {nb}" for nb in nbs]],
+                                     paired_by_nb(rec, args, dataset, variant, reps)), ""]
     return out
 
 
