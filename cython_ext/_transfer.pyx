@@ -101,6 +101,111 @@ cdef class _Candidates:
         self.cols_ptr = ptr
 
 
+cdef enum:
+    MAX_LOCAL = 256  # candidates (sources) per round
+
+
+cdef struct _Update:
+    const bin_t** col
+    const int* bins
+    const signed char* left
+    const unsigned char* ml
+    const double* vt
+    const double* coef
+    const double* F  # F[g * m + k]: factor of group g (0 target, 1 source) for wrong candidate k
+    int m
+    bint hard
+    double mult[2]
+
+
+cdef void _update_one(const _Update* u, double* w, double* score, const signed char* y,
+                      const unsigned char* is_source, idx_t lo, idx_t hi, long long* errors) noexcept nogil:
+    # One candidate (TrAdaBoost, DTrAdaBoost, MSTrA): everything in locals,
+    # which the compiler cannot assume of u's fields while w is written.
+    cdef const bin_t* col = u.col[0]
+    cdef int bin = u.bins[0]
+    cdef signed char left = u.left[0]
+    cdef bint ml = u.ml[0]
+    cdef double coef = u.coef[0]
+    cdef double ft = u.F[0], fs = u.F[1], mt = u.mult[0], ms = u.mult[1]
+    cdef idx_t i
+    cdef int g, bad
+    cdef signed char h, yi
+    cdef double sc
+    cdef long long te = 0, se = 0
+    for i in range(lo, hi):
+        yi = y[i]
+        g = is_source[i]
+        h = stump_value(col[i], bin, left, ml)
+        bad = h != yi
+        w[i] = w[i] * ((ms if g else mt) * ((fs if g else ft) if bad else 1.0))
+        sc = score[i] + coef * h
+        score[i] = sc
+        bad = (1 if sc >= 0 else -1) != yi
+        se += bad & g
+        te += bad & (1 - g)
+    errors[0] = te
+    errors[1] = se
+
+
+cdef void _update_range(const _Update* u, double* w, double* score, const signed char* y,
+                        const unsigned char* is_source, idx_t lo, idx_t hi, long long* errors) noexcept nogil:
+    # Branch-free where the data decide (h != y is close to a coin flip early
+    # on): selects instead of jumps; multiplying by 1.0 or adding 0.0 for the
+    # candidates a row gets right changes no bit of the result. The
+    # candidates are copied to the stack so they stay in cache lines the
+    # compiler knows are not written.
+    cdef const bin_t* col[MAX_LOCAL]
+    cdef int bins[MAX_LOCAL]
+    cdef signed char left[MAX_LOCAL]
+    cdef unsigned char ml[MAX_LOCAL]
+    cdef double vt[MAX_LOCAL]
+    cdef double coef[MAX_LOCAL]
+    cdef double F[2 * MAX_LOCAL]
+    cdef int m = u.m
+    cdef bint hard = u.hard
+    cdef double mt = u.mult[0], ms = u.mult[1]
+    cdef idx_t i
+    cdef int k, g, bad
+    cdef signed char h, yi
+    cdef double fac, s, pos, sc
+    cdef long long te = 0, se = 0
+    cdef const double* Fg
+    for k in range(m):
+        col[k] = u.col[k]
+        bins[k] = u.bins[k]
+        left[k] = u.left[k]
+        ml[k] = u.ml[k]
+        vt[k] = u.vt[k]
+        coef[k] = u.coef[k]
+        F[k] = u.F[k]
+        F[MAX_LOCAL + k] = u.F[m + k]
+    for i in range(lo, hi):
+        yi = y[i]
+        g = is_source[i]
+        Fg = &F[g * MAX_LOCAL]
+        fac = ms if g else mt
+        s = 0.0
+        pos = 0.0
+        for k in range(m):
+            h = stump_value(col[k][i], bins[k], left[k], ml[k])
+            s = s + coef[k] * h
+            if not hard:
+                fac = fac * (Fg[k] if h != yi else 1.0)
+            pos = pos + (vt[k] if h > 0 else 0.0)
+        if hard:
+            # f_t(x) = weight of the candidates voting 1; class 1 iff f_t >= 1/2.
+            fac = fac * (Fg[0] if (1 if pos >= 0.5 else -1) != yi else 1.0)
+        w[i] = w[i] * fac
+        sc = score[i] + s
+        score[i] = sc
+        bad = (1 if sc >= 0 else -1) != yi
+        se += bad & g
+        te += bad & (1 - g)
+    errors[0] = te
+    errors[1] = se
+
+
 def transfer_update(double[::1] w, double[::1] score, const bin_t[:, ::1] XT, const signed char[::1] y,
                     const unsigned char[::1] is_source, feature, bins, left, missing_left, vt, coef,
                     bint hard, double mult_target, double log_target, double mult_source, double log_source):
@@ -113,6 +218,7 @@ def transfer_update(double[::1] w, double[::1] score, const bin_t[:, ::1] XT, co
     source or the target pair; ``score += sum_k coef_k h_k(x)``.
     ``exp(e * log)`` is taken as the product of the wrong candidates'
     factors ``exp(vt_k * log)`` (precomputed), so no row calls ``exp``.
+    ``is_source`` holds 0 (target) or 1 (source).
 
     Returns
     -------
@@ -121,41 +227,41 @@ def transfer_update(double[::1] w, double[::1] score, const bin_t[:, ::1] XT, co
     """
     cdef _Candidates C = _Candidates(XT, feature, bins, left, missing_left, vt, coef)
     cdef int m = C.m, k
-    cdef idx_t n = w.shape[0], i
-    cdef double e, s, sc, fac
-    cdef int mask
-    cdef long long te = 0, se = 0
+    cdef idx_t n = w.shape[0], t, nt
     if score.shape[0] != n or XT.shape[1] != n or y.shape[0] != n or is_source.shape[0] != n:
         raise ValueError("shape mismatch")
     if n == 0:
         return 0, 0
-    # factors[g, k]: group g (0 target, 1 source), candidate k wrong; hard: k = 0 is the mixture
-    factors = np.empty((2, max(m, 1)))
+    factors = np.empty(2 * m)
     for k in range(m):
-        factors[0, k] = np.exp((1.0 if hard else C.v[k]) * log_target)
-        factors[1, k] = np.exp((1.0 if hard else C.v[k]) * log_source)
-    cdef double[:, ::1] F = factors
+        factors[k] = np.exp((1.0 if hard else C.v[k]) * log_target)
+        factors[m + k] = np.exp((1.0 if hard else C.v[k]) * log_source)
+    cdef double[::1] F = factors
     cdef Py_ssize_t[::1] pv = C.cols_ptr
-    cdef const bin_t** col = <const bin_t**> &pv[0]
-    cdef int exact_mask = hard or m <= 32
-    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
-        mask = _row_wrong(col, i, y[i], &C.b[0], &C.lv[0], &C.mlv[0], &C.v[0], m, hard, &C.c[0], &s, &e)
-        fac = mult_source if is_source[i] else mult_target
-        if exact_mask:
-            for k in range(m if not hard else 1):
-                if mask & (1 << k):
-                    fac = fac * F[is_source[i], k]
+    cdef _Update u
+    u.col = <const bin_t**> &pv[0]
+    u.bins = &C.b[0]
+    u.left = &C.lv[0]
+    u.ml = &C.mlv[0]
+    u.vt = &C.v[0]
+    u.coef = &C.c[0]
+    u.F = &F[0]
+    u.m = m
+    u.hard = hard
+    u.mult[0] = mult_target
+    u.mult[1] = mult_source
+    nt = max(1, min(mb_get_max_threads(), n // 32768))
+    counts = np.zeros(8 * nt, dtype=np.int64)  # one cache line per thread
+    cdef long long[::1] ct = counts
+    if m > MAX_LOCAL:
+        raise ValueError(f"at most {MAX_LOCAL} candidates per round")
+    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+        if m == 1:
+            _update_one(&u, &w[0], &score[0], &y[0], &is_source[0], t * n // nt, (t + 1) * n // nt, &ct[8 * t])
         else:
-            fac = fac * exp(e * (log_source if is_source[i] else log_target))
-        w[i] = w[i] * fac
-        sc = score[i] + s
-        score[i] = sc
-        if (1 if sc >= 0 else -1) != y[i]:
-            if is_source[i]:
-                se += 1
-            else:
-                te += 1
-    return te, se
+            _update_range(&u, &w[0], &score[0], &y[0], &is_source[0], t * n // nt, (t + 1) * n // nt,
+                          &ct[8 * t])
+    return int(counts[0::8].sum()), int(counts[1::8].sum())
 
 
 def row_errors(const bin_t[:, ::1] XT, const signed char[::1] y, feature, bins, left, missing_left, vt,
