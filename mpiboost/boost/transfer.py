@@ -32,6 +32,7 @@ model does not depend on how the rows are split over ranks.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -72,7 +73,7 @@ def beta_a(n_source: int, rounds: int) -> float:
     return 1.0 / (1.0 + math.sqrt(2.0 * math.log(max(n_source, 1)) / rounds))
 
 
-class TransferBoosting:
+class TransferBoosting(ABC):
     """Row state and round mechanics of the transfer algorithms.
 
     Subclasses set ``name``, ``per_source`` (one candidate per source, trained
@@ -265,8 +266,9 @@ class TransferBoosting:
             info["eps_clipped"] = True
         return float(eps), info
 
-    def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:
+        """The round's plan from the candidates and their target errors ``eps``; None: stop."""
 
     # -------------------------------------------------------------- rounds
     def _decide(self, stumps: list) -> Optional[Plan]:
