@@ -9,7 +9,6 @@ per-group factor raised to ``e_i``.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport exp
 
 from _superacc cimport mb_get_max_threads, threads_for
 from _typedefs cimport bin_t, fixed_t, idx_t
@@ -43,30 +42,24 @@ def domain_histograms(const bin_t[:, ::1] XT, const fixed_t[::1] g, const int[::
             h[domain[i] * stride + j * 256 + col[i]] += g[i]
 
 
-cdef inline int _row_wrong(const bin_t** col, idx_t i, signed char yi, const int* bins, const signed char* left,
-                           const unsigned char* ml, const double* vt, int m, bint hard,
-                           const double* coef, double* score_add, double* e_out) noexcept nogil:
-    """Mistakes of the row: returns the bit mask of wrong candidates (first 32; soft
-    error and score increment in the outputs). Hard: bit 0 = the thresholded mixture is wrong."""
-    cdef int k, mask = 0
+cdef inline double _row_error(const bin_t** col, idx_t i, signed char yi, const int* bins,
+                              const signed char* left, const unsigned char* ml, const double* vt, int m,
+                              bint hard) noexcept nogil:
+    """The row's error e: soft, the mixture weight of the wrong candidates;
+    hard, 1 if the mixture thresholded at 1/2 is wrong."""
+    cdef int k
     cdef signed char h
-    cdef double wrong = 0.0, pos = 0.0, s = 0.0
+    cdef double wrong = 0.0, pos = 0.0
     for k in range(m):
         h = stump_value(col[k][i], bins[k], left[k], ml[k])
-        s = s + coef[k] * h
         if h != yi:
             wrong = wrong + vt[k]
-            if k < 32:
-                mask = mask | (1 << k)
         if h > 0:
             pos = pos + vt[k]
-    score_add[0] = s
     if hard:
         # f_t(x) = weight of the candidates voting 1; class 1 iff f_t >= 1/2.
-        e_out[0] = 1.0 if (1 if pos >= 0.5 else -1) != yi else 0.0
-        return 1 if e_out[0] > 0 else 0
-    e_out[0] = wrong
-    return mask
+        return 1.0 if (1 if pos >= 0.5 else -1) != yi else 0.0
+    return wrong
 
 
 cdef class _Candidates:
@@ -269,7 +262,6 @@ def row_errors(const bin_t[:, ::1] XT, const signed char[::1] y, feature, bins, 
     """``out[i]`` = the row's error e of :func:`transfer_update` (no update)."""
     cdef idx_t n = y.shape[0], i
     cdef _Candidates C = _Candidates(XT, feature, bins, left, missing_left, vt, np.zeros(len(vt)))
-    cdef double s, e
     if XT.shape[1] != n or out.shape[0] != n:
         raise ValueError("shape mismatch")
     if n == 0:
@@ -277,5 +269,4 @@ def row_errors(const bin_t[:, ::1] XT, const signed char[::1] y, feature, bins, 
     cdef Py_ssize_t[::1] pv = C.cols_ptr
     cdef const bin_t** col = <const bin_t**> &pv[0]
     for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
-        _row_wrong(col, i, y[i], &C.b[0], &C.lv[0], &C.mlv[0], &C.v[0], C.m, hard, &C.c[0], &s, &e)
-        out[i] = e
+        out[i] = _row_error(col, i, y[i], &C.b[0], &C.lv[0], &C.mlv[0], &C.v[0], C.m, hard)

@@ -46,7 +46,6 @@ import json
 import os
 import platform
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,7 +54,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import load_line, run_cmd  # noqa: E402
+from benchutil import find_mpiexec, load_line, make_workdir, run_cmd  # noqa: E402
 
 CONFIGS = [
     ("AdaBoost-all", ["--algo", "adaboost", "--weak-learner", "histogram"]),
@@ -155,17 +154,8 @@ def main() -> None:
     ap.add_argument("--json", help="also write every number here")
     args = ap.parse_args()
 
-    mpiexec = args.mpiexec
-    if mpiexec is None:
-        here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        mpiexec = here if os.access(here, os.X_OK) else shutil.which("mpiexec")
-    if not mpiexec:
-        sys.exit("no mpiexec found (pass --mpiexec)")
-    workdir_abs = os.path.abspath(args.workdir)
-    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-    if workdir_abs == repo or workdir_abs.startswith(repo + os.sep):
-        sys.exit(f"--workdir {args.workdir} is inside the repository; use a directory outside it")
-    os.makedirs(args.workdir, exist_ok=True)
+    mpiexec = find_mpiexec(args.mpiexec)
+    make_workdir(args.workdir)
 
     load_before = load_line()
     data = [os.path.abspath(p) for p in args.data] if args.data else generate(args)

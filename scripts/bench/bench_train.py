@@ -41,7 +41,6 @@ import os
 import platform
 import resource
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,7 +49,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import load_line, run_cmd  # noqa: E402
+from benchutil import find_mpiexec, load_line, make_workdir, run_cmd  # noqa: E402
 
 TARGET_RATIO = {"adaboost": 0.5, "smoothboost": 0.25}
 RSS_PER_ROW_EXTRA = 64  # bytes per row on top of the d feature bytes
@@ -300,17 +299,9 @@ def main() -> None:
         peer_worker(args)
         return
 
-    mpiexec = args.mpiexec
-    if mpiexec is None:
-        here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        mpiexec = here if os.access(here, os.X_OK) else shutil.which("mpiexec")
-    if not mpiexec:
-        sys.exit("no mpiexec found (pass --mpiexec)")
+    mpiexec = find_mpiexec(args.mpiexec)
     mpiboost_cmd = [sys.executable, "-m", "mpiboost"]
-    workdir_abs = os.path.abspath(args.workdir)
-    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-    if workdir_abs == repo or workdir_abs.startswith(repo + os.sep):
-        sys.exit(f"--workdir {args.workdir} is inside the repository; use a directory outside it")
+    make_workdir(args.workdir)
 
     load_before = load_line()
     t_gen = time.perf_counter()

@@ -53,14 +53,13 @@ import json
 import os
 import platform
 import shlex
-import shutil
 import sys
 import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import load_line, run_cmd  # noqa: E402
+from benchutil import find_mpiexec, load_line, make_workdir, run_cmd  # noqa: E402
 
 ALGOS = [
     ("MSDTrA", ["--algo", "msdtra", "--high-error", "clip"], True),
@@ -187,17 +186,8 @@ def main() -> None:
     if args.rounds < 2:
         sys.exit("--rounds must be at least 2 (round 1 is left out of the medians)")
 
-    mpiexec = args.mpiexec
-    if mpiexec is None:
-        here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-        mpiexec = here if os.access(here, os.X_OK) else shutil.which("mpiexec")
-    if not mpiexec:
-        sys.exit("no mpiexec found (pass --mpiexec)")
-    workdir_abs = os.path.abspath(args.workdir)
-    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-    if workdir_abs == repo or workdir_abs.startswith(repo + os.sep):
-        sys.exit(f"--workdir {args.workdir} is inside the repository; use a directory outside it")
-    os.makedirs(args.workdir, exist_ok=True)
+    mpiexec = find_mpiexec(args.mpiexec)
+    make_workdir(args.workdir)
 
     ns = sorted(set(args.sources))
     files = {n: generate(args, n) for n in ns}

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 import time
 
 
@@ -22,3 +24,23 @@ def load_line() -> str:
         return subprocess.run(["uptime"], stdout=subprocess.PIPE, text=True).stdout.strip()
     except OSError:
         return "load average: %.2f, %.2f, %.2f" % os.getloadavg()
+
+
+def find_mpiexec(given: str | None) -> str:
+    """``given``, else the mpiexec next to this Python, else the one on PATH; exits if none."""
+    mpiexec = given
+    if mpiexec is None:
+        here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        mpiexec = here if os.access(here, os.X_OK) else shutil.which("mpiexec")
+    if not mpiexec:
+        sys.exit("no mpiexec found (pass --mpiexec)")
+    return mpiexec
+
+
+def make_workdir(workdir: str) -> None:
+    """Create the work directory; refuse one inside the repository (data and models stay out of it)."""
+    workdir_abs = os.path.abspath(workdir)
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    if workdir_abs == repo or workdir_abs.startswith(repo + os.sep):
+        sys.exit(f"--workdir {workdir} is inside the repository; use a directory outside it")
+    os.makedirs(workdir, exist_ok=True)
