@@ -92,7 +92,7 @@ def mass_below(const double[::1] w, const fixed_t[::1] q, fixed_t theta):
     weights, their largest weight, and the smallest weight of the others.
     """
     cdef idx_t n = w.shape[0], i, t, nt, lo, hi
-    cdef int ok = 1
+    cdef int bad = 0
     cdef double x
     nt = max(1, min(mb_get_max_threads(), n // 65536))
     store = np.zeros(nt * 2048 * 2, dtype=np.int64)
@@ -114,8 +114,8 @@ def mass_below(const double[::1] w, const fixed_t[::1] q, fixed_t theta):
                     E[t, 1] = x if x < E[t, 1] else E[t, 1]
                 # adding 0.0 is harmless and keeps the loop free of a branch
                 if not mb_acc_add1(acc + t * 2048, x if q[i] < theta else 0.0):
-                    ok = 0
-    if not ok:
+                    bad += 1  # a reduction: an assignment in prange would keep the last thread's value only
+    if bad:
         raise ValueError("non-finite weight in the projection")
     for t in range(1, nt):
         mb_acc_merge(acc, acc + t * 2048)

@@ -10,3 +10,13 @@ cdef inline signed char stump_value(bin_t b, int bin, signed char left, bint mis
     if b == MISSING_BIN:
         return left if missing_left else -left
     return left if b <= bin else -left
+
+
+cdef inline int class_stump_value(bin_t b, int bin, int left, int right, bint missing_left) noexcept nogil:
+    """h = left if b <= bin else right (class indices); the missing bin goes left iff missing_left.
+
+    The constant hypothesis ``left`` is ``bin = MISSING_BIN, missing_left = True``.
+    """
+    if b == MISSING_BIN:
+        return left if missing_left else right
+    return left if b <= bin else right

@@ -6,6 +6,7 @@ ctypedef cnp.npy_uint8 bin_t        # binned feature value
 ctypedef cnp.npy_float64 weight_t   # row weights, margins
 ctypedef cnp.npy_int64 fixed_t      # fixed-point units (exact sums)
 ctypedef cnp.npy_intp idx_t
+ctypedef cnp.npy_int32 cls_t        # class index 0..K-1 of a multiclass row
 
 # Bin 255 is reserved for missing values, so a feature has at most 255 value bins.
 cdef enum:

@@ -32,7 +32,7 @@ def error_terms(const bin_t[::1] col, const signed char[::1] y, const double[::1
     (merge over ranks with ``math.fsum``).
     """
     cdef idx_t n = col.shape[0], i, t, nt, lo, hi
-    cdef int ok = 1
+    cdef int bad = 0
     cdef signed char h
     if y.shape[0] != n or w.shape[0] != n:
         raise ValueError("shape mismatch")
@@ -48,8 +48,8 @@ def error_terms(const bin_t[::1] col, const signed char[::1] y, const double[::1
             for i in range(lo, hi):
                 h = stump_value(col[i], bin, <signed char> left, missing_left)
                 if not mb_acc_add1(a + (0 if h == y[i] else 2048), w[i]):
-                    ok = 0
-    if not ok:
+                    bad += 1  # a reduction: an assignment in prange would keep the last thread's value only
+    if bad:
         raise ValueError("non-finite weight")
     for t in range(1, nt):
         mb_acc_merge(acc, acc + t * 4096)

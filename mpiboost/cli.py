@@ -128,8 +128,10 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"{summary['file']}:")
         print(f"  rows        {summary['n']:,}")
         print(f"  features    {summary['d']} ({summary['X_dtype']}, {summary['missing_values']:,} missing values)")
-        labels = ", ".join(f"{k}: {v:,}" for k, v in summary["labels"].items())
-        print(f"  labels      {labels} ({summary['y_dtype']})")
+        counts = list(summary["labels"].items())
+        labels = ", ".join(f"{k}: {v:,}" for k, v in counts[:20]) + (", ..." if len(counts) > 20 else "")
+        n_classes = summary["n_classes"]
+        print(f"  labels      {labels} ({n_classes} class{'es' * (n_classes != 1)}; y {summary['y_dtype']})")
         if "domains" in summary:
             doms = ", ".join(f"{k}: {v:,}" for k, v in summary["domains"].items())
             print(f"  domains     {doms}")
@@ -150,130 +152,6 @@ def _comm(args: argparse.Namespace):
     return comm_mod.world()
 
 
-TRANSFER = ("msdtra", "mstra", "dtradaboost", "tradaboost")
-
-
-def _training_files(args: argparse.Namespace) -> list:
-    """``--data``, or ``--target`` followed by the ``--source`` files (domain 0 is the target)."""
-    if args.target:
-        if args.data:
-            raise InputError("give either --data or --target/--source, not both")
-        if not args.source:
-            raise InputError("--target needs at least one --source file")
-        return [args.target, *args.source]
-    if args.source:
-        raise InputError("--source needs --target T.h5")
-    if not args.data:
-        raise InputError("give the training data: --data F.h5 [...] or --target T.h5 --source S.h5 [...]")
-    return list(args.data)
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    from . import callbacks as cb
-    from .model import Model
-    from .train import train
-
-    comm = _comm(args)
-    data = _training_files(args)
-    params = {"weak_learner": args.weak_learner}
-    if args.algo in TRANSFER:
-        if args.target:
-            params["target_domain"] = 0
-        elif args.target_domain is not None:
-            params["target_domain"] = args.target_domain
-        params["high_error"] = args.high_error
-        if args.vote_from:
-            params["vote_from"] = args.vote_from
-        if args.algo == "msdtra":
-            params["hard_error"] = bool(args.hard_error)
-        elif args.hard_error:
-            raise InputError("--hard-error is an MSDTrA option (the other algorithms vote with one stump per round)")
-    elif args.target_domain is not None or args.vote_from or args.hard_error:
-        raise InputError("--target-domain, --vote-from and --hard-error are for the transfer algorithms "
-                         f"({', '.join(TRANSFER)})")
-    elif args.target:
-        if args.algo != "adaboost":
-            raise InputError(f"--target/--source are for the transfer algorithms ({', '.join(TRANSFER)}) "
-                             "and adaboost (trained on the target rows only)")
-        params["train_domain"] = 0
-    if args.entity_balanced:
-        params["entity_balanced"] = True
-    if args.train_domain is not None:
-        if args.algo in ("multiboost", "fedmultiboost", *TRANSFER):
-            raise InputError("--train-domain is for the single-domain baselines (adaboost, smoothboost)")
-        params["train_domain"] = args.train_domain
-    if args.algo == "smoothboost":
-        params.update(epsilon=args.epsilon, beta=args.beta, vote=args.vote, weight_store=args.weight_store)
-        if args.gamma is not None:
-            params["gamma"] = args.gamma
-    elif args.algo == "adaboost" and args.weak_learner == "sample":
-        params["beta"] = args.beta
-    elif args.algo == "multiboost":
-        params.update(step=args.step, active_tol=args.active_tol, q_l2=args.q_l2, temperature=args.temperature)
-        if args.step == "sqrt":
-            params["step_c"] = args.step_c
-    elif args.algo == "fedmultiboost":
-        params.update(
-            active_tol=args.active_tol,
-            q_l2=args.q_l2,
-            client_size=args.client_size,
-            clients_per_round=args.clients_per_round,
-            candidates_per_round=args.candidates_per_round,
-        )
-    if args.q_data:
-        params["q_data"] = [os.path.basename(str(f)) for f in args.q_data]  # a resumed run must use the same rows
-    if args.weak_learner == "sample":
-        if args.samples:
-            params["n_samples"] = args.samples
-        else:
-            params["sample_factor"] = args.sample_factor
-    callbacks = [cb.ProgressBar(False if args.quiet else None)]
-    if args.metrics:
-        callbacks.append(cb.MetricsLog(args.metrics, append=args.resume))
-    if args.checkpoint:
-        callbacks.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every))
-    resume = None
-    if args.resume:
-        if not args.checkpoint:
-            raise InputError("--resume needs --checkpoint FILE")
-        if os.path.exists(args.checkpoint):
-            with comm.collective_guard():
-                resume = Model.load(args.checkpoint)
-    result = train(
-        comm,
-        data,
-        algorithm=args.algo,
-        rounds=args.rounds,
-        params=params,
-        seed=args.seed,
-        valid=args.valid,
-        callbacks=callbacks,
-        dedicated_coordinator=args.dedicated_coordinator,
-        threads=args.threads,
-        resume=resume,
-        q_data=args.q_data,
-    )
-    if comm.is_center:
-        result.model.save(args.model)
-        s = result.summary
-        sec = s["seconds"]
-        line = (
-            f"mpiboost: {s['algorithm']} {s['rounds']} rounds on {s['n']:,} rows x {s['d']} features, "
-            f"{s['ranks']} rank(s) x {s['threads']} thread(s): {sec['total']:.2f} s "
-            f"(load {sec['load']:.2f}, rounds {sec['rounds']:.2f}, communication {sec['communication']:.2f}); "
-            f"train error {s['train_error'] if s['train_error'] is not None else float('nan'):.4f}"
-        )
-        if s.get("valid_error") is not None:
-            line += f", valid error {s['valid_error']:.4f}"
-        line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {args.model}"
-        if s["stop_reason"] != "rounds":
-            line += f" (stopped early: {s['stop_reason']})"
-            if s["rounds"] == 0:
-                line += "; the model is EMPTY and predicts +1 for every row"
-        print(line, flush=True)
-    return 0
-
-
 def _truncate(model, rounds: int):
     if not rounds:
         return model
@@ -283,6 +161,7 @@ def _truncate(model, rounds: int):
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from .data import labels as lab
     from .evaluate import predict, write_predictions
     from .model import Model
 
@@ -291,7 +170,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
         model = _truncate(Model.load(args.model), args.rounds)
     values = predict(comm, model, args.data, scores=args.scores, dedicated_coordinator=args.dedicated_coordinator)
     if comm.is_center:
-        write_predictions(args.out, values, "score" if args.scores else "prediction")
+        if not args.scores:
+            header = "prediction"
+        elif values.ndim == 2:
+            header = ",".join(f"score_{lab.text(c)}" for c in model.classes)
+        else:
+            header = "score"
+        write_predictions(args.out, values, header)
     return 0
 
 
@@ -321,6 +206,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     import time
 
     from . import comm as comm_mod
+    from .data import labels as lab
     from .data.load import load
 
     comm = comm_mod.world()
@@ -328,7 +214,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     shard = load(
         comm,
         args.data,
-        task=None if args.task == "none" else args.task,
+        task=None if args.task == "none" else ("binary" if args.task == "binary" else "multiclass"),
         domains=args.domains,
         dedicated_coordinator=args.dedicated_coordinator,
     )
@@ -342,7 +228,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             "d": shard.d,
             "ranks": comm.size,
             "rows_per_rank": {str(r): b - a for r, a, b in blocks},
-            "labels": {str(k): v for k, v in shard.label_counts.items()},
+            "labels": {lab.text(k): v for k, v in shard.label_counts.items()},
+            "classes": None if shard.classes is None else [lab.plain(c) for c in shard.classes],
             "domains": {
                 (shard.domain_names[k] if shard.domain_names and k < len(shard.domain_names) else str(k)): int(c)
                 for k, c in enumerate(shard.domain_counts)
@@ -366,7 +253,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     comm = comm_mod.world()
     threads = args.threads or comm.default_threads()
     _openmp.set_num_threads(threads)
-    MPI = comm_mod._mpi()
     row = {
         "rank": comm.rank,
         "host": platform.node(),
@@ -380,8 +266,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     total = comm.sum_exact(values)
     expected = sum([0.1] * (comm.size * (comm.size + 1) // 2))
     if comm.is_center:
-        lib = MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0]
-        print(f"mpiboost {__version__}, {comm.size} rank(s), MPI: {lib}")
+        print(f"mpiboost {__version__}, {comm.size} rank(s), MPI: {comm_mod.library_version()}")
         for r in rows:
             print(
                 f"rank {r['rank']:>4}  host {r['host']}  pid {r['pid']}  threads {r['threads']}"
@@ -396,12 +281,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- parser
-def boost_names() -> list[str]:
-    from .boost import ALGORITHMS
-
-    return list(ALGORITHMS)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mpiboost",
@@ -452,83 +331,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object per file")
     p.set_defaults(func=cmd_info)
 
-    p = sub.add_parser(
-        "train",
-        help="train a model (run under mpiexec/srun)",
-        description="Train a boosted stump ensemble on data spread over the ranks. "
-        "The same seed gives the same model on any number of ranks.",
-    )
-    p.add_argument("--algo", required=True, choices=sorted(boost_names()), help="algorithm")
-    p.add_argument("--data", nargs="+", metavar="F.h5", help="training files (several = several domains)")
-    p.add_argument("--target", metavar="T.h5",
-                   help="transfer algorithms: the target domain's rows (with --source; replaces --data)")
-    p.add_argument("--source", nargs="+", metavar="S.h5", help="transfer algorithms: one file per source domain")
-    p.add_argument("--rounds", type=int, required=True, metavar="T", help="boosting rounds")
-    p.add_argument("--model", required=True, metavar="M.h5", help="output model file (written atomically)")
-    p.add_argument("--weak-learner", choices=("sample", "histogram"), default="histogram",
-                   help="sample: the paper's weighted sample of N rows; histogram: exact (default)")
-    p.add_argument("--epsilon", type=float, default=0.1, help="SmoothBoost smoothness epsilon in (0, 1] (default 0.1)")
-    p.add_argument("--beta", type=float, default=0.2, help="weak learner slack beta (default 0.2): gamma and N follow from it")
-    p.add_argument("--gamma", type=float, default=None, help="SmoothBoost weight shrink (default (1/2 - beta)/2)")
-    p.add_argument("--vote", choices=("majority", "weighted"), default="majority",
-                   help="SmoothBoost vote: unweighted majority (paper, default) or alpha-weighted")
-    p.add_argument("--weight-store", choices=("cells", "rows"), default="cells",
-                   help="SmoothBoost weights: one value per cell of rows with the same history (fast, default) "
-                   "or one per row; both give the same model")
-    p.add_argument("--step", choices=("line-search", "lemma1", "closed-form", "sqrt"), default="line-search",
-                   help="MultiBoost step size: exact line search on max_k F_k (default), the Lemma-1 bound, "
-                   "AdaBoost's closed form, or C/sqrt(t)")
-    p.add_argument("--step-c", type=float, default=1.0, help="MultiBoost: C of --step sqrt (default 1)")
-    p.add_argument("--temperature", type=float, default=0.1,
-                   help="MultiBoost: soft-max temperature relative to the loss (default 0.1); 0 = the exact max "
-                   "of the paper, which stops when coordinate descent is stuck")
-    p.add_argument("--active-tol", type=float, default=1e-3,
-                   help="MultiBoost: domains whose soft-max weight is at least this fraction of the largest "
-                   "propose stumps (default 1e-3)")
-    p.add_argument("--q-l2", type=float, default=1.0, help="MultiBoost: L2 penalty of the domain classifier (default 1)")
-    p.add_argument("--q-data", nargs="+", metavar="U.h5",
-                   help="MultiBoost/FedMultiBoost: extra rows that only train the domain classifier Q "
-                        "(labels unused; domains matched to the training domains by name)")
-    p.add_argument("--target-domain", metavar="K",
-                   help="transfer algorithms with --data: the target domain (index or name; default: the one "
-                        "named 'target'); every other domain is a source")
-    p.add_argument("--vote-from", choices=("first", "half"),
-                   help="transfer algorithms: the final vote counts rounds 1..M ('first') or ceil(M/2)..M "
-                        "('half'); default: half for tradaboost/dtradaboost, first for msdtra/mstra")
-    p.add_argument("--hard-error", action="store_true",
-                   help="MSDTrA: a row's error is that of the mixture thresholded at 1/2 (default: soft error)")
-    p.add_argument("--high-error", choices=("stop", "clip"), default="stop",
-                   help="transfer algorithms: a round with target error >= 1/2 ends training (stop, the default) "
-                        "or goes on with error 0.499 (clip)")
-    p.add_argument("--client-size", type=int, default=100, help="FedMultiBoost: rows per client (default 100)")
-    p.add_argument("--clients-per-round", type=int, default=10,
-                   help="FedMultiBoost: clients sampled per domain per round (default 10)")
-    p.add_argument("--candidates-per-round", type=int, default=20,
-                   help="FedMultiBoost: candidate stumps sampled per domain per round (default 20)")
-    p.add_argument("--samples", type=int, default=0, metavar="N", help="sample mode: rows per round (default from d and beta)")
-    p.add_argument("--sample-factor", type=float, default=1.0,
-                   help="sample mode: N = factor * (d / beta^2) ln(1/beta) (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
-    p.add_argument("--valid", nargs="+", metavar="V.h5", help="validation files: error reported every round")
-    p.add_argument("--metrics", metavar="M.jsonl", help="per-round metrics, one JSON object per line")
-    p.add_argument("--checkpoint", metavar="C.h5", help="save the partial model here during training")
-    p.add_argument("--checkpoint-every", type=int, default=10, metavar="K", help="checkpoint interval in rounds (default 10)")
-    p.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
-    p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 coordinates and holds no rows")
-    p.add_argument("--train-domain", metavar="K",
-                   help="train on the rows of one domain only (index or name): the AdaBoost-k baseline of MultiBoost")
-    p.add_argument("--entity-balanced", action="store_true",
-                   help="start every rank with the same total weight (the paper's Algorithm 4; "
-                   "the model then depends on the number of ranks)")
-    p.add_argument("--threads", type=int, default=0, help="OpenMP threads per rank (default: cores / ranks on the node)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_train)
+    from .train_cli import DESCRIPTION
+
+    # `train` is parsed by mpiboost.train_cli (its options depend on --algo); this entry is for the command list.
+    sub.add_parser("train", help="train a model (run under mpiexec/srun)", description=DESCRIPTION, add_help=False)
 
     p = sub.add_parser("predict", help="predict labels or scores", description="Predict every row of the data files.")
     p.add_argument("--model", required=True, metavar="M.h5")
     p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
     p.add_argument("--out", required=True, metavar="P.npy|P.csv", help="output (.npy, or .csv with one column)")
-    p.add_argument("--scores", action="store_true", help="write the ensemble score instead of the label")
+    p.add_argument("--scores", action="store_true",
+                   help="write the ensemble score instead of the label (one column per class for a multiclass model)")
     p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T rounds (default: all)")
     p.add_argument("--dedicated-coordinator", action="store_true")
     p.set_defaults(func=cmd_predict)
@@ -536,7 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "evaluate",
         help="error, accuracy and AUC of a model (JSON)",
-        description="Print {n, error, accuracy, auc} and, with domains, per_domain, uniform_error, agnostic_error.",
+        description="Print {n, error, accuracy, auc} (binary) or {n, error, accuracy, macro_f1, per_class, "
+        "confusion} (multiclass), in the data's own labels, and, with domains, per_domain, uniform_error, "
+        "agnostic_error.",
     )
     p.add_argument("--model", required=True, metavar="M.h5")
     p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
@@ -555,7 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Load, validate and bin data files on every rank (run under mpiexec); print a JSON report.",
     )
     p.add_argument("data", nargs="+", metavar="FILE.h5", help="data files (several files = several domains)")
-    p.add_argument("--task", choices=("binary", "multiclass", "none"), default="binary", help="label check (default binary: -1/+1)")
+    p.add_argument("--task", choices=("auto", "binary", "multiclass", "none"), default="auto",
+                   help="labels: auto (report the classes found, the default), binary (exactly two classes), "
+                   "multiclass, or none (not read)")
     p.add_argument("--domains", choices=("auto", "file", "column", "none"), default="auto", help="domain rule (default auto)")
     p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 holds no rows")
     p.set_defaults(func=cmd_validate)
@@ -570,21 +387,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _mpi_size() -> int:
-    from . import comm
-
-    if comm._MPI is None:
-        return 1
-    return comm._MPI.COMM_WORLD.Get_size()
-
-
-def _abort(code: int) -> None:
-    from . import comm
-
-    if _mpi_size() > 1:
-        comm._MPI.COMM_WORLD.Abort(code)
-
-
 def guarded(func, *args) -> int:
     """Run ``func(*args)`` with mpiboost's error policy; return the exit code.
 
@@ -593,29 +395,34 @@ def guarded(func, *args) -> int:
     and aborts the job with code 2; any other exception prints its traceback
     and aborts with code 1. So no rank is left waiting in a collective.
     """
+    from .comm import abort_world, world_rank
+
     try:
         return int(func(*args) or 0)
     except CollectiveError as exc:
-        from . import comm
-
-        rank = comm._MPI.COMM_WORLD.Get_rank() if comm._MPI is not None else 0
-        if rank == 0:
+        if world_rank() == 0:
             print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     except InputError as exc:
         print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
-        _abort(exc.exit_code)
+        abort_world(exc.exit_code)
         return exc.exit_code
     except KeyboardInterrupt:
-        _abort(130)
+        abort_world(130)
         return 130
     except BrokenPipeError:
         return 0
     except Exception:
         traceback.print_exc()
         sys.stderr.flush()
-        _abort(1)
+        abort_world(1)
         return 1
+
+
+def _train(argv: Sequence[str]) -> int:
+    from . import train_cli
+
+    return train_cli.cmd_train(train_cli.parse(argv))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -625,5 +432,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # made the domain classifier fit 2-3x slower. Set before scipy is first imported.
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"]:
+        return guarded(_train, argv[1:])
     args = build_parser().parse_args(argv)
     return guarded(args.func, args)

@@ -435,3 +435,26 @@ class Comm:
 def world() -> Comm:
     """The communicator of the whole job (size 1 without ``mpiexec``)."""
     return Comm()
+
+
+def world_rank() -> int:
+    """This process's rank in the whole job; 0 if MPI was never started (serial commands)."""
+    return _MPI.COMM_WORLD.Get_rank() if _MPI is not None else 0
+
+
+def world_size() -> int:
+    """The number of ranks of the whole job; 1 if MPI was never started."""
+    return _MPI.COMM_WORLD.Get_size() if _MPI is not None else 1
+
+
+def abort_world(code: int) -> None:
+    """End every rank of the job now, if there are others (a no-op on one rank or without MPI)."""
+    if world_size() > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _MPI.COMM_WORLD.Abort(code)
+
+
+def library_version() -> str:
+    """The MPI library's name and version (its first line)."""
+    return _mpi().Get_library_version().replace("\x00", "").strip().splitlines()[0]

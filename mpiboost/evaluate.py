@@ -1,4 +1,4 @@
-"""Prediction and evaluation of a model on data spread over the ranks."""
+"""Prediction and evaluation of a model on data spread over the ranks, in the user's labels."""
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -6,8 +6,9 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .atomic import atomic_path
+from .data import labels as lab
 from .data.load import load
-from .model import Model
+from .model import Model, index_of_scores
 
 
 def auc(scores: np.ndarray, y: np.ndarray) -> Optional[float]:
@@ -22,29 +23,70 @@ def auc(scores: np.ndarray, y: np.ndarray) -> Optional[float]:
     return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
+def _task(model: Model) -> str:
+    return "binary" if model.output == "sign" else "multiclass"
+
+
 def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool):
-    shard = load(comm, paths, task=task, bins=model.bins, dedicated_coordinator=dedicated, keep_raw=model.needs_raw)
+    shard = load(comm, paths, task=task, classes=model.classes if task else None, bins=model.bins,
+                 dedicated_coordinator=dedicated, keep_raw=model.needs_raw)
     return shard, model.decision_function(shard.cols, shard.X)
 
 
-def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator: bool = False) -> Optional[dict]:
-    """Collective: error, accuracy and AUC of ``model`` on ``paths`` (the report on the center).
+def class_report(confusion: np.ndarray, classes: Sequence) -> dict:
+    """Accuracy, macro-F1, per-class recall/precision/F1 and the confusion matrix (rows: true, columns: predicted)."""
+    n = int(confusion.sum())
+    right = int(np.trace(confusion))
+    per_class, f1s = {}, []
+    for c, name in enumerate(classes):
+        tp = int(confusion[c, c])
+        support, predicted = int(confusion[c].sum()), int(confusion[:, c].sum())
+        recall = tp / support if support else None
+        precision = tp / predicted if predicted else None
+        f1 = 2 * tp / (support + predicted) if support + predicted else None
+        if support:
+            f1s.append(f1)
+        per_class[lab.text(name)] = {"n": support, "recall": recall, "precision": precision, "f1": f1}
+    return {
+        "n": n,
+        "error": (n - right) / n if n else None,
+        "accuracy": right / n if n else None,
+        "macro_f1": float(np.mean(f1s)) if f1s else None,
+        "per_class": per_class,
+        "confusion": {"classes": [lab.plain(c) for c in classes], "matrix": confusion.tolist()},
+    }
 
-    With several domains (several files or a domain column) the report also
-    has per-domain errors, ``uniform_error`` (their mean) and
-    ``agnostic_error`` (their max).
+
+def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator: bool = False) -> Optional[dict]:
+    """Collective: the model's quality on ``paths`` (the report on the center).
+
+    Binary models: ``{n, error, accuracy, auc, classes}``; multiclass models:
+    ``{n, error, accuracy, macro_f1, per_class, confusion, classes}`` with
+    classes named by the user's labels. With several domains (several files
+    or a domain column) the report also has per-domain errors,
+    ``uniform_error`` (their mean) and ``agnostic_error`` (their max).
     """
-    shard, score = _scores(comm, model, paths, "binary", dedicated_coordinator)
-    wrong = (np.where(score >= 0, 1, -1) != shard.y)
+    task = _task(model)
+    shard, score = _scores(comm, model, paths, task, dedicated_coordinator)
+    index = index_of_scores(score)
+    truth = (shard.y == 1).astype(np.int32) if task == "binary" else shard.y
+    wrong = index != truth
     k = shard.n_domains
     per_domain = comm.allreduce_int(np.bincount(shard.domain[wrong], minlength=k).astype(np.int64))
-    all_scores = comm.gatherv(score) if comm.size > 1 else score
-    all_y = comm.gatherv(shard.y) if comm.size > 1 else shard.y
+    K = model.n_classes
+    confusion = comm.allreduce_int(np.bincount(truth * K + index, minlength=K * K).astype(np.int64)).reshape(K, K)
+    if task == "binary":
+        all_scores = comm.gatherv(score) if comm.size > 1 else score
+        all_y = comm.gatherv(shard.y) if comm.size > 1 else shard.y
     if not comm.is_center:
         return None
     n = shard.n_global
     errors = int(per_domain.sum())
-    report = {"n": n, "error": errors / n, "accuracy": 1 - errors / n, "auc": auc(all_scores, all_y)}
+    if task == "binary":
+        report = {"n": n, "error": errors / n, "accuracy": 1 - errors / n, "auc": auc(all_scores, all_y)}
+    else:
+        report = class_report(confusion, model.classes)
+    report["classes"] = [lab.plain(c) for c in model.classes]
     if k > 1:
         names = shard.domain_names or [str(i) for i in range(k)]
         counts = shard.domain_counts
@@ -60,20 +102,27 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
 def predict(
     comm, model: Model, paths: Sequence[str], *, scores: bool = False, dedicated_coordinator: bool = False
 ) -> Optional[np.ndarray]:
-    """Collective: predicted labels (or scores) of every row, in file order, on the center."""
+    """Collective: every row's predicted label (the user's values) or scores, in file order, on the center.
+
+    Scores: ``sum_t coef_t h_t(x)`` per row for a binary model (>= 0 means
+    the second class), per row and class ``(n, K)`` for a multiclass one.
+    """
     _, score = _scores(comm, model, paths, None, dedicated_coordinator)
-    out = score if scores else np.where(score >= 0, 1, -1).astype(np.int8)
+    out = score if scores else index_of_scores(score)
     if comm.size > 1:
-        return comm.gatherv(out)
-    return out
+        out = comm.gatherv(out)
+    if not comm.is_center:
+        return None
+    return out if scores else model.labels_of(out)
 
 
 def write_predictions(path: str, values: np.ndarray, header: str) -> None:
-    """Write ``.npy`` or ``.csv`` (one column), atomically."""
+    """Write ``.npy`` or ``.csv`` (one column per value of a row; ``header``: the column names), atomically."""
     with atomic_path(path) as tmp:
         if path.endswith(".npy"):
             with open(tmp, "wb") as f:
                 np.save(f, values)
         else:
-            fmt = "%d" if values.dtype.kind in "iu" else "%.17g"
-            np.savetxt(tmp, values, fmt=fmt, header=header, comments="")
+            kind = values.dtype.kind
+            fmt = "%d" if kind in "iu" else ("%s" if kind in "UO" else "%.17g")
+            np.savetxt(tmp, values, fmt=fmt, header=header, comments="", delimiter=",")

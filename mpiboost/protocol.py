@@ -23,12 +23,6 @@ FIXED_SHIFT = 60  # a unit weight is 2**60 fixed-point units
 SMALL_WINDOW = 4096  # finish the projection search at the center below this many values
 
 
-def _max_op():
-    from .comm import _mpi
-
-    return _mpi().MAX
-
-
 def fixed_point(w: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
     """int64 units of 2**-60 of weights that sum to about 1.
 
@@ -157,6 +151,25 @@ class Protocol:
             out[:, index] = packed
             return out.reshape(hist.shape)
 
+    def reduce_class_histograms(self, hist: np.ndarray, n_bins: np.ndarray) -> Optional[np.ndarray]:
+        """Exact global (feature, bin, class) histograms ``(d, 256, K)`` of int64 units, on the center.
+
+        As :meth:`reduce_histograms`, only the bins a row can fall in travel
+        (``K`` sums each); the center gets the full array back.
+        """
+        with self.comm.primitive("reduce_histograms"):
+            if self.comm.size == 1:
+                return hist
+            d, K = hist.shape[0], hist.shape[2]
+            index = self._packing(d, n_bins)
+            flat = np.ascontiguousarray(hist).reshape(d * 256, K)
+            packed = self.comm.reduce_int(np.ascontiguousarray(flat[index]))
+            if packed is None:
+                return None
+            out = np.zeros(flat.shape, dtype=np.int64)
+            out[index] = packed
+            return out.reshape(hist.shape)
+
     def _packing(self, d: int, n_bins: np.ndarray) -> np.ndarray:
         """Flat positions in a (d, 256) histogram of the bins that can be nonzero (cached)."""
         n_bins = np.asarray(n_bins, dtype=np.int64)
@@ -263,7 +276,7 @@ class Protocol:
         """KL projection of the normalized weights ``w`` onto ``{D : max D <= cap}``, in place.
 
         The result is ``min(cap, lam * w)`` with ``lam`` such that the weights
-        sum to 1 (ALGORITHMS §1.3): the rows above a threshold are clipped to
+        sum to 1 (the KL projection of the SmoothBoost paper): the rows above a threshold are clipped to
         ``cap``, the others scaled by ``lam``. The threshold is found by a
         binary search over the global multiset of weights in int64 fixed point:
         pivots are window values at pseudo-random positions of the *global*
@@ -325,7 +338,7 @@ class Protocol:
             # on the float weights (extreme dynamic ranges only).
             ext = np.array([max_below, -min_above])
             if comm.size > 1:
-                ext = comm._allreduce(ext, _max_op())
+                ext = comm.allreduce_max(ext)
             exact = ext[0] * lam <= cap * (1 + 1e-12) and (search.C == 0 or -ext[1] * lam >= cap * (1 - 1e-12))
             if not exact:
                 C, theta, lam, more = self._float_search(w, cap, rng)
@@ -413,7 +426,7 @@ _MAX_Q = 2**63 - 1
 
 
 class _ProjectionSearch:
-    """The search state, identical on every rank (ALGORITHMS §1.3, in fixed point).
+    """The search state, identical on every rank (the projection search, in fixed point).
 
     ``C`` rows are known to be clipped (those ``>= theta_clip_q``);
     ``below_q`` is the fixed-point mass known to stay unclipped. Candidate

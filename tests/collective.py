@@ -50,3 +50,21 @@ def splits(n: int, k: int) -> list[list[tuple[int, int]]]:
     if k > 1:
         out.append([(0, 0)] + [(((r - 1) * n) // (k - 1), (r * n) // (k - 1)) for r in range(1, k)])
     return out
+
+
+def comms_of_every_size() -> list[Comm]:
+    """COMM_SELF, COMM_WORLD and, under ``mpiexec -n k``, a communicator of every size 2..k-1.
+
+    For size s the world is split into ranks ``< s`` and the rest, so every
+    rank takes part in one communicator of each split: one ``mpiexec -n 4``
+    run covers 1, 2, 3 and 4 ranks. Every rank must use the returned list in
+    the same order (the splits are collective).
+    """
+    MPI = _mpi()
+    world_comm = MPI.COMM_WORLD
+    out = [Comm(MPI.COMM_SELF)]
+    for s in range(2, world_comm.Get_size()):
+        out.append(Comm(world_comm.Split(0 if world_comm.Get_rank() < s else 1, world_comm.Get_rank())))
+    if world_comm.Get_size() > 1:
+        out.append(Comm(world_comm))
+    return out

@@ -81,3 +81,65 @@ def logistic_loss_grad(X, mean, scale, label, W):
                 terms[j][k].append(z[j] * r)
     G = np.array([[math.fsum(terms[j][k]) for k in range(p)] for j in range(d + 1)]).reshape(d + 1, p)
     return math.fsum(losses), G
+
+
+# ---------------------------------------------------------------- multiclass
+
+
+def class_stump_value(row, feature, bin, left, right, missing_left):
+    """The class a class stump predicts for one row of bins; feature < 0 is the constant ``left``."""
+    if feature < 0:
+        return left
+    b = int(row[feature])
+    if b == MISSING:
+        return left if missing_left else right
+    return left if b <= bin else right
+
+
+def class_histogram(X, g, cls, K):
+    """hist[j, b, c] = sum of g over the rows of X (n, d) in bin b of feature j and class c."""
+    hist = np.zeros((X.shape[1], 256, K), dtype=np.int64)
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            hist[j, X[i, j], cls[i]] += int(g[i])
+    return hist
+
+
+def argmax_high(values):
+    """Index of the largest value, ties to the highest index."""
+    best = 0
+    for c in range(1, len(values)):
+        if values[c] >= values[best]:
+            best = c
+    return best
+
+
+def best_class_stump(hist, n_bins):
+    """Enumerate every class stump in the documented order; a strictly larger score wins."""
+    d, _, K = hist.shape
+    T = [int(v) for v in hist[0].sum(axis=0)] if d else [0] * K
+    a = argmax_high(T)
+    best = (-1, 0, a, a, False, T[a])
+    for j in range(d):
+        M = [int(v) for v in hist[j, MISSING]]
+        for b in range(int(n_bins[j])):
+            L = [int(v) for v in hist[j, : b + 1].sum(axis=0)]
+            for ml in (False, True):
+                if b == n_bins[j] - 1 and (ml or not any(M)):
+                    continue
+                left = [L[c] + (M[c] if ml else 0) for c in range(K)]
+                right = [T[c] - left[c] for c in range(K)]
+                al, ar = argmax_high(left), argmax_high(right)
+                if left[al] + right[ar] > best[5]:
+                    best = (j, b, al, ar, ml, left[al] + right[ar])
+    return best
+
+
+def class_scores(X, stumps, K, scores=None):
+    """scores[i, h_t(x_i)] += coef_t for stumps (feature, bin, left, right, missing_left, coef) in order."""
+    out = np.zeros((X.shape[0], K)) if scores is None else scores.copy()
+    for f, b, left, right, ml, coef in stumps:
+        for i in range(X.shape[0]):
+            h = class_stump_value(X[i], f, b, left, right, ml)
+            out[i, h] = out[i, h] + coef
+    return out

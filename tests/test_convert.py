@@ -77,7 +77,7 @@ def test_a9a_round_trip(datasets, tmp_path, capsys):
     summary = capsys.readouterr().out.strip().splitlines()
     assert len(summary) == 1
     assert "32,561 rows" in summary[0] and "123 features" in summary[0] and str(out) in summary[0]
-    assert "-1: 24,720" in summary[0] and "+1: 7,841" in summary[0] and summary[0].endswith(" s")
+    assert "labels -1: 24,720 / 1: 7,841 " in summary[0] and summary[0].endswith(" s")
 
     data = read_arrays(out)
     assert data["X"].shape == (32561, 123) and data["X"].dtype == np.float32
@@ -134,6 +134,22 @@ def test_cod_rna_whitespace_csv(datasets, tmp_path):
     assert inspect(out).feature_names is None  # no header, no names
 
 
+
+def test_yeast_text_labels_and_dropped_name_column(datasets, tmp_path):
+    src, out = datasets / "yeast" / "yeast.data", tmp_path / "yeast.h5"
+    assert cli(src, "--format", "csv", "--no-header", "--delimiter", "whitespace", "--label-column", "-1",
+               "--drop-columns", "0", "--out", out) == 0
+    info = inspect(out)
+    assert (info.n, info.d) == (1484, 8)
+    assert info.classes == ["CYT", "ERL", "EXC", "ME1", "ME2", "ME3", "MIT", "NUC", "POX", "VAC"]
+    y = read_arrays(out)["y"]
+    counts = dict(zip(info.classes, np.bincount(y, minlength=10).tolist()))
+    assert counts == {"CYT": 463, "NUC": 429, "MIT": 244, "ME3": 163, "ME2": 51, "ME1": 44, "EXC": 35,
+                      "VAC": 30, "POX": 20, "ERL": 5}  # as yeast.names says
+    rows = [line.split() for line in src.read_text().splitlines() if line.strip()]
+    np.testing.assert_array_equal(read_arrays(out)["X"], np.array([r[1:9] for r in rows], np.float32))
+    np.testing.assert_array_equal(np.array(info.classes)[y], [r[9] for r in rows])
+
 # -------------------------------------------------------------- LIBSVM, small
 def test_libsvm_comments_blank_lines_and_label_forms(tmp_path):
     src = write(
@@ -155,11 +171,14 @@ def test_libsvm_comments_blank_lines_and_label_forms(tmp_path):
     np.testing.assert_array_equal(data["y"], [1, -1, 1, -1, 1])
 
 
-def test_libsvm_zero_one_labels(tmp_path):
+def test_libsvm_zero_one_labels_are_kept(tmp_path):
+    # 0/1 labels stay 0/1 (no longer mapped to -1/+1): y holds the values, no classes attribute.
     src = write(tmp_path / "z.svm", "1 1:1\n0 2:1\n0 1:2\n")
     r = convert.convert_libsvm(src, tmp_path / "z.h5", n_features=5)
-    assert r.d == 5 and r.label_counts == {-1: 2, 1: 1}
-    np.testing.assert_array_equal(read_arrays(tmp_path / "z.h5")["y"], [1, -1, -1])
+    assert r.d == 5 and r.label_counts == {0: 2, 1: 1}
+    data = read_arrays(tmp_path / "z.h5")
+    np.testing.assert_array_equal(data["y"], [1, 0, 0])
+    assert data["y"].dtype == np.int8 and inspect(tmp_path / "z.h5").classes is None
 
 
 def test_libsvm_positive_label_one_vs_rest(tmp_path):
@@ -239,7 +258,8 @@ def test_libsvm_vectorized_path_agrees_with_row_checks():
             return convert._LibsvmParser("f", convert._LabelMap(None, True), n_features, np.dtype(np.float32))
 
         try:
-            y, rows, cols, vals = parser()._fast(batch)
+            fast = parser()
+            y, rows, cols, vals = fast._fast(batch)
         except convert._Retry:
             with pytest.raises(convert._BadRow):
                 parser()._check_rows(batch)
@@ -256,7 +276,9 @@ def test_libsvm_vectorized_path_agrees_with_row_checks():
                        for i, lab in enumerate(batch.labels))
         X_ref, y_ref = _reference_from_text(text, d)
         np.testing.assert_array_equal(X, X_ref)
-        np.testing.assert_array_equal(y, y_ref)
+        # y holds provisional codes; resolved, they are the label values as written.
+        res = fast.labels.resolve()
+        assert [res.classes[i] for i in res.index[y]] == y_ref
     assert outcomes == {"accepted", "rejected"}
 
 
@@ -269,8 +291,14 @@ def _reference_from_text(text, d):
             i, v = entry.split(":")
             row[int(i) - 1] = float(v)
         X.append(row)
-        y.append(1 if float(label) == 1 else -1)
-    return np.array(X), np.array(y)
+        y.append(label)
+    # The label values: numbers if every label reads as one, else the text.
+    try:
+        values = [float(v) for v in y]
+        y = [int(v) if v.is_integer() else v for v in values]
+    except ValueError:
+        pass
+    return np.array(X), y
 
 
 def test_csv_vectorized_path_agrees_with_row_checks():
@@ -317,7 +345,7 @@ def test_csv_header_names_missing_values_and_string_domains(tmp_path):
     data = read_arrays(tmp_path / "d.h5")
     expected = np.array([[1, 2], [np.nan, np.nan], [np.nan, np.nan], [3.5, np.nan]], np.float32)
     np.testing.assert_array_equal(data["X"], expected)  # NaN == NaN in assert_array_equal
-    np.testing.assert_array_equal(data["y"], [1, -1, 1, -1])
+    np.testing.assert_array_equal(data["y"], [1, 0, 1, 0])  # 0/1 labels are kept
     np.testing.assert_array_equal(data["domain"], [0, 1, 0, 2])  # order of first appearance
     info = inspect(tmp_path / "d.h5")
     assert info.feature_names == ["a", "b"]
@@ -342,7 +370,7 @@ def test_csv_positive_label_string_compare_and_last_column(tmp_path, capsys):
     data = read_arrays(tmp_path / "a.h5")
     np.testing.assert_array_equal(data["y"], [-1, 1, -1])
     np.testing.assert_array_equal(data["X"], [[39, 77516], [50, 83311], [38, 215646]])
-    assert "-1: 2 / +1: 1" in capsys.readouterr().out
+    assert "labels -1: 2 / 1: 1 " in capsys.readouterr().out
     # A positive label that never occurs is almost surely a typo.
     assert cli(src, "--format", "csv", "--no-header", "--label-column", "-1",
                "--positive-label", ">50k", "--out", tmp_path / "b.h5") == 0
@@ -387,7 +415,7 @@ def _namespace(src, out, **kw):
 # --------------------------------------------------- malformed input, via CLI
 # (case id, format, file name, content, extra args, line, text in the message)
 MALFORMED = [
-    ("bad-label", "libsvm", "l.svm", "+1 1:1\n# c\n2 1:1\n", [], 3, "--positive-label"),
+    ("bad-label", "libsvm", "l.svm", "+1 1:1\n# c\nyes 1:1\n", ["--positive-label", "1"], 3, "not a number"),
     ("index-zero", "libsvm", "z.svm", "+1 1:1\n-1 0:1\n", [], 2, "index 0"),
     ("index-negative", "libsvm", "n.svm", "+1 1:1\n\n-1 -2:1\n", [], 3, "'-2'"),
     ("index-non-integer", "libsvm", "f.svm", "+1 1:1\n-1 2.5:1\n", [], 2, "'2.5'"),
@@ -403,14 +431,25 @@ MALFORMED = [
 # More cases of the same kind, run in-process through ``main`` (same error
 # path, without a Python start-up each).
 MALFORMED_IN_PROCESS = [
-    ("text-label", "libsvm", "t.svm", "+1 1:1\nyes 1:1\n", [], 2, "label 'yes'"),
-    ("three-classes", "libsvm", "k.svm", "1 1:1\n0 1:1\n\n-1 1:1\n", [], 4, "both -1 and 0"),
+    ("text-label-positive", "libsvm", "t.svm", "+1 1:1\nyes 1:1\n", ["--positive-label", "1"], 2, "label 'yes'"),
+    ("too-many-labels", "libsvm", "k.svm", "".join(f"{i} 1:1\n" for i in range(256)) + "\n256 1:1\n", [],
+     258, "more than 256 distinct labels"),
     ("value-not-finite", "libsvm", "i.svm", "+1 1:1\n-1 2:inf\n", [], 2, "finite"),
     ("value-too-big-for-float32", "libsvm", "b.svm", "+1 1:1\n-1 2:1e300\n", [], 2, "float64"),
     ("entry-without-colon", "libsvm", "c.svm", "+1 1:1\n-1 7\n", [], 2, "index:value"),
     ("index-twice", "libsvm", "d.svm", "+1 1:1 1:2\n", [], 1, "twice"),
     ("qid", "libsvm", "q.svm", "+1 qid:1 1:1\n", [], 1, "qid"),
-    ("csv-bad-label", "csv", "l.csv", "y,a\n1,1\nyes,3\n", [], 3, "label 'yes'"),
+    ("csv-empty-label", "csv", "l.csv", "y,a\n1,1\n ,3\n", [], 3, "the label is empty"),
+    ("csv-missing-label", "csv", "q.csv", "y,a\ncat,1\n?,3\n", [], 3, "'?', a missing value"),
+    ("csv-too-many-labels", "csv", "c.csv", "y,a\n" + "".join(f"c{i},1\n" for i in range(300)), [], 258,
+     "more than 256 distinct labels: is the label column right? see --label-column"),
+    ("csv-drop-label", "csv", "dl.csv", "id,y,a\n1,1,1\n", ["--label-column", "y", "--drop-columns", "id,y"], 1,
+     "is the label column"),
+    ("csv-drop-domain", "csv", "dd.csv", "id,y,a\n1,1,1\n",
+     ["--label-column", "y", "--domain-column", "id", "--drop-columns", "-3"], 1,
+     "is the domain column"),
+    ("csv-drop-unknown", "csv", "du.csv", "id,y,a\n1,1,1\n", ["--drop-columns", "nope"], 1,
+     "--drop-columns: no column named 'nope'"),
     ("csv-infinite", "csv", "f.csv", "y,a\n1,1\n-1,-inf\n", [], 3, "finite"),
     ("csv-domain-int-then-text", "csv", "d.csv", "y,d,a\n1,0,1\n-1,x,2\n", ["--domain-column", "d"], 3,
      "not an integer"),
@@ -482,3 +521,169 @@ def test_truncated_compressed_input(tmp_path):
     with pytest.raises(InputError, match=r"cut\.svm\.gz:\d+: cannot read or decompress"):
         convert.convert_libsvm(src, out_dir / "cut.h5", n_features=2)
     assert os.listdir(out_dir) == []
+
+
+# ----------------------------------------------- labels as users have them
+def _classes(path):
+    return inspect(path).classes
+
+
+def test_csv_text_labels_classes_attribute(tmp_path, capsys):
+    src = write(tmp_path / "pets.csv", "kind,w\ncat,1\ndog,2\nbird,3\ncat,4\n dog ,5\n")
+    assert cli(src, "--format", "csv", "--out", tmp_path / "p.h5") == 0
+    assert "labels bird: 1 / cat: 2 / dog: 2 " in capsys.readouterr().out
+    data = read_arrays(tmp_path / "p.h5")
+    assert _classes(tmp_path / "p.h5") == ["bird", "cat", "dog"]  # canonical: by code point
+    np.testing.assert_array_equal(data["y"], [1, 2, 0, 1, 2])  # indices into the classes
+    assert data["y"].dtype == np.int8
+    r = convert.convert_csv(src, tmp_path / "q.h5")
+    assert r.label_counts == {"bird": 1, "cat": 2, "dog": 2}
+
+
+def test_libsvm_numeric_multiclass_kept_as_values(tmp_path):
+    rows = [(k % 7) + 1 for k in range(50)]
+    src = write(tmp_path / "m.svm", "".join(f"{k} 1:{i}\n" for i, k in enumerate(rows)))
+    r = convert.convert_libsvm(src, tmp_path / "m.h5")
+    data = read_arrays(tmp_path / "m.h5")
+    np.testing.assert_array_equal(data["y"], rows)
+    assert data["y"].dtype == np.int8 and _classes(tmp_path / "m.h5") is None
+    assert list(r.label_counts) == [1, 2, 3, 4, 5, 6, 7] and sum(r.label_counts.values()) == 50
+    assert "labels 1: 8 / 2: 7 / 3: 7" in r.summary()
+
+
+def test_libsvm_three_labels_are_three_classes(tmp_path):
+    # -1, 0 and 1 used to be an error; now they are a 3-class file.
+    src = write(tmp_path / "k.svm", "1 1:1\n0 1:1\n\n-1 1:1\n")
+    r = convert.convert_libsvm(src, tmp_path / "k.h5")
+    assert r.label_counts == {-1: 1, 0: 1, 1: 1}
+    np.testing.assert_array_equal(read_arrays(tmp_path / "k.h5")["y"], [1, 0, -1])
+
+
+def test_plus_minus_one_unchanged_and_spellings_are_one_class(tmp_path):
+    src = write(tmp_path / "pm.svm", "+1 1:1\n-1 1:2\n1.0 1:3\n1 1:4\n-1.0 1:5\n1e0 1:6\n")
+    r = convert.convert_libsvm(src, tmp_path / "pm.h5")
+    data = read_arrays(tmp_path / "pm.h5")
+    assert data["y"].dtype == np.int8 and _classes(tmp_path / "pm.h5") is None
+    np.testing.assert_array_equal(data["y"], [1, -1, 1, 1, -1, 1])
+    assert r.label_counts == {-1: 2, 1: 4}
+    csv_src = write(tmp_path / "pm.csv", "y,a\n1,1\n+1,2\n1.0,3\n 0 ,4\n")
+    r = convert.convert_csv(csv_src, tmp_path / "pmc.h5")
+    assert r.label_counts == {0: 1, 1: 3}
+    np.testing.assert_array_equal(read_arrays(tmp_path / "pmc.h5")["y"], [1, 1, 1, 0])
+
+
+def test_mixed_numbers_and_text_are_all_text(tmp_path):
+    src = write(tmp_path / "mix.csv", "y,a\n1,1\n1.0,2\ncat,3\n1,4\n")
+    r = convert.convert_csv(src, tmp_path / "mix.h5")
+    assert _classes(tmp_path / "mix.h5") == ["1", "1.0", "cat"]
+    np.testing.assert_array_equal(read_arrays(tmp_path / "mix.h5")["y"], [0, 1, 2, 0])
+    assert r.label_counts == {"1": 2, "1.0": 1, "cat": 1}
+
+
+def test_non_integer_and_wide_numbers_use_the_classes_attribute(tmp_path):
+    src = write(tmp_path / "f.svm", "0.5 1:1\n1.5 1:2\n2 1:3\n0.5 1:4\n")
+    convert.convert_libsvm(src, tmp_path / "f.h5")
+    assert _classes(tmp_path / "f.h5") == [0.5, 1.5, 2]
+    np.testing.assert_array_equal(read_arrays(tmp_path / "f.h5")["y"], [0, 1, 2, 0])
+    # integers beyond int32 are not stored as y: indices and the attribute
+    big = write(tmp_path / "big.svm", "3000000000 1:1\n1 1:2\n")
+    convert.convert_libsvm(big, tmp_path / "big.h5")
+    assert _classes(tmp_path / "big.h5") == [1, 3000000000]
+    np.testing.assert_array_equal(read_arrays(tmp_path / "big.h5")["y"], [1, 0])
+    # integers beyond int8 are values in a wider y
+    wide = write(tmp_path / "w.svm", "1000 1:1\n-1000 1:2\n7 1:3\n")
+    convert.convert_libsvm(wide, tmp_path / "w.h5")
+    data = read_arrays(tmp_path / "w.h5")
+    assert data["y"].dtype == np.int16 and _classes(tmp_path / "w.h5") is None
+    np.testing.assert_array_equal(data["y"], [1000, -1000, 7])
+
+
+def test_label_strip_with_text_labels(tmp_path):
+    src = write(tmp_path / "s.csv", "a,income\n1, >50K.\n2,<=50K\n3,>50K\n4,<=50K.\n")
+    r = convert.convert_csv(src, tmp_path / "s.h5", label_column="income", label_strip=".")
+    assert _classes(tmp_path / "s.h5") == ["<=50K", ">50K"]
+    np.testing.assert_array_equal(read_arrays(tmp_path / "s.h5")["y"], [1, 0, 1, 0])
+    assert r.label_counts == {"<=50K": 2, ">50K": 2}
+    assert "labels <=50K: 2 / >50K: 2 " in r.summary()
+
+
+def test_label_cap_counts_classes_not_spellings(tmp_path, monkeypatch):
+    # 256 classes, each written two ways: 256 classes, not 512.
+    monkeypatch.setattr(convert.common, "CHUNK_ROWS", 100)  # provisional codes over many chunks
+    lines = [f"{k} 1:{k}\n{k}.0 1:{k}\n" for k in range(256)]
+    src = write(tmp_path / "cap.svm", "".join(lines))
+    r = convert.convert_libsvm(src, tmp_path / "cap.h5")
+    y = read_arrays(tmp_path / "cap.h5")["y"]
+    assert y.dtype == np.int16 and len(r.label_counts) == 256
+    np.testing.assert_array_equal(y, np.repeat(np.arange(256), 2))
+    # one more class is an error naming the line; nothing is left behind
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    bad = write(tmp_path / "cap2.svm", "".join(lines) + "# one more\n256 1:1\n")
+    with pytest.raises(InputError, match=r"cap2\.svm:514: label '256': more than 256 distinct labels"):
+        convert.convert_libsvm(bad, out_dir / "cap.h5")
+    assert os.listdir(out_dir) == []
+    # with text labels every spelling is a class
+    text = write(tmp_path / "cap3.csv", "y,a\n" + "".join(f"{k},1\n{k}.0,1\n" for k in range(128)) + "x,1\n")
+    with pytest.raises(InputError, match=r"cap3\.csv:258: .*more than 256 distinct labels: is the label column"):
+        convert.convert_csv(text, out_dir / "cap3.h5")
+    assert os.listdir(out_dir) == []
+
+
+def test_positive_label_behaviour_unchanged(tmp_path):
+    src = write(tmp_path / "t.csv", "y,a\ncat,1\ndog,2\nbird,3\n")
+    r = convert.convert_csv(src, tmp_path / "t.h5", positive_label="dog")
+    data = read_arrays(tmp_path / "t.h5")
+    assert data["y"].dtype == np.int8 and _classes(tmp_path / "t.h5") is None
+    np.testing.assert_array_equal(data["y"], [-1, 1, -1])
+    assert r.label_counts == {-1: 2, 1: 1}
+    z = write(tmp_path / "z.svm", "1 1:1\n0 1:1\n-1 1:1\n")
+    convert.convert_libsvm(z, tmp_path / "z.h5", positive_label="0")
+    np.testing.assert_array_equal(read_arrays(tmp_path / "z.h5")["y"], [-1, 1, -1])
+
+
+def test_info_prints_counts_by_label_value(tmp_path, capsys):
+    src = write(tmp_path / "pets.csv", "kind,w\ncat,1\ndog,2\ncat,3\n")
+    convert.convert_csv(src, tmp_path / "p.h5")
+    assert main(["info", str(tmp_path / "p.h5")]) == 0
+    out = capsys.readouterr().out
+    assert "labels      cat: 2, dog: 1 (2 classes; y int8)" in out
+    assert main(["info", "--json", str(tmp_path / "p.h5")]) == 0
+    import json
+
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["labels"] == {"cat": 2, "dog": 1}
+    assert summary["classes"] == ["cat", "dog"] and summary["n_classes"] == 2
+    assert "classes" not in summary.get("attrs", {})
+
+
+# ------------------------------------------------------------ --drop-columns
+def test_csv_drop_columns(tmp_path):
+    src = write(
+        tmp_path / "yeast.csv",
+        "name,mcg,gvh,site,loc\n"
+        "ADT1_YEAST,0.58,0.61,a,MIT\n"
+        "ADT2_YEAST,0.43,0.67,b,NUC\n"
+        "ADT3_YEAST,0.64,0.62,a,MIT\n",
+    )
+    r = convert.convert_csv(src, tmp_path / "y.h5", label_column="loc", drop_columns="name,site")
+    assert r.d == 2
+    data = read_arrays(tmp_path / "y.h5")
+    np.testing.assert_array_equal(data["X"], np.array([[0.58, 0.61], [0.43, 0.67], [0.64, 0.62]], np.float32))
+    info = inspect(tmp_path / "y.h5")
+    assert info.feature_names == ["mcg", "gvh"] and info.classes == ["MIT", "NUC"]
+    assert info.attrs["dropped_columns"] == "name,site"
+    # by index (negative from the end), with --categorical auto: the dropped text column is no category
+    r = convert.convert_csv(src, tmp_path / "z.h5", label_column=-1, drop_columns=[0], categorical="auto")
+    assert inspect(tmp_path / "z.h5").feature_names == ["mcg", "gvh", "site=a", "site=b"]
+    r = convert.convert_csv(src, tmp_path / "w.h5", label_column="loc", drop_columns="-5,-2")
+    assert inspect(tmp_path / "w.h5").feature_names == ["mcg", "gvh"]
+    # the CLI option
+    assert cli(src, "--format", "csv", "--label-column", "loc", "--drop-columns", "name,site",
+               "--out", tmp_path / "c.h5") == 0
+    np.testing.assert_array_equal(read_arrays(tmp_path / "c.h5")["X"], data["X"])
+    with pytest.raises(InputError, match="--categorical site: column 'site' is dropped"):
+        convert.convert_csv(src, tmp_path / "e.h5", label_column="loc", drop_columns="name,site",
+                            categorical="site")
+    with pytest.raises(InputError, match="--drop-columns.*only for --format csv"):
+        convert.run(_namespace(src, tmp_path / "e.h5", format="libsvm", drop_columns="0"))

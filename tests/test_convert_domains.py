@@ -28,7 +28,7 @@ ADULT_NAMES = (
     "capital-gain,capital-loss,hours-per-week,native-country,income"
 )
 EDUCATION_MAP = "Bachelors,Masters,Doctorate,Prof-school=university;HS-grad=hs;*=other"
-# Education counts (train, test) from ../shared/datasets/README.md, section 1.
+# Education counts (train, test), as the datasets' README lists them (section 1).
 EDUCATION_COUNTS = {
     "HS-grad": (10501, 5283), "Some-college": (7291, 3587), "Bachelors": (5355, 2670), "Masters": (1723, 934),
     "Assoc-voc": (1382, 679), "11th": (1175, 637), "Assoc-acdm": (1067, 534), "10th": (933, 456),
@@ -142,7 +142,7 @@ def test_adult_test_file_period_labels_banner_and_shared_encoding(adult, tmp_pat
     out = tmp_path / "test.h5"
     assert cli(*adult_args(src, out, "--comment-char", "|", "--categories-in", root / "cats.json")) == 0
     captured = capsys.readouterr()
-    assert "16,281 rows x 89 features" in captured.out and "-1: 12,435 / +1: 3,846" in captured.out
+    assert "16,281 rows x 89 features" in captured.out and "labels -1: 12,435 / 1: 3,846" in captured.out
     assert "warning" not in captured.err  # every test value is a training category
     data = read_arrays(out)
     assert data["X"].shape == (16281, 89)

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.mpi
 def _bad_file(path, n=300, bad_row=160):
     X = np.zeros((n, 4), dtype=np.float32)
     y = np.ones(n, dtype=np.int8)
-    y[bad_row] = 5  # rows 100..199 belong to rank 1 of 3
-    fmt.write_dataset(path, X, y)
+    y[bad_row] = 5  # rows 100..199 belong to rank 1 of 3; y indexes the 2 classes: 5 is out of range
+    fmt.write_dataset(path, X, y, classes=["no", "yes"])
 
 
 def test_bad_input_on_one_rank_ends_all_ranks(tmp_path):
@@ -27,7 +27,7 @@ def test_bad_input_on_one_rank_ends_all_ranks(tmp_path):
     elapsed = time.monotonic() - t0
     assert proc.returncode == 2, proc.stderr
     assert elapsed < 30
-    assert "bad.h5" in proc.stderr and "row 160" in proc.stderr and "label 5" in proc.stderr
+    assert "bad.h5" in proc.stderr and "row 160" in proc.stderr and "5 is not an index" in proc.stderr
     assert "[rank 1]" in proc.stderr
     assert proc.stderr.count("mpiboost: error:") == 1  # printed once, by the center
 

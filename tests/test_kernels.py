@@ -401,3 +401,17 @@ def test_directions_chebyshev_matches_the_two_passes():
             np.testing.assert_array_equal(got, _multiboost.chebyshev_moments(a, u, domain, 0.0, p, 8, 40))
     with pytest.raises(ValueError):
         _multiboost.directions_chebyshev(col, y, np.ascontiguousarray(Q.T), p, 0, 1, False, a, domain, 2, 40, u)
+
+
+def test_non_finite_weight_is_caught_on_any_thread():
+    """The flag is reduced over threads: an inf in the first thread's rows is not lost."""
+    before = _openmp.get_max_threads()
+    _openmp.set_num_threads(2)
+    try:
+        n = 200_000
+        w = np.ones(n)
+        w[5] = np.inf
+        with pytest.raises(ValueError, match="non-finite"):
+            _weights.error_terms(np.zeros(n, np.uint8), np.ones(n, np.int8), w, 255, 1, True)
+    finally:
+        _openmp.set_num_threads(before)

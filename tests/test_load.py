@@ -133,32 +133,66 @@ def test_validation_errors_are_collective():
     X = np.zeros((n, 2), dtype=np.float32)
     y = np.ones(n, dtype=np.int8)
     bad_row = n - 5  # in the last rank's block
-    y[bad_row] = 0
+    y[bad_row] = 2  # an index beyond the file's two classes
     bad = os.path.join(tmp, "bad.h5")
     infx = os.path.join(tmp, "inf.h5")
     other = os.path.join(tmp, "other.h5")
+    three = os.path.join(tmp, "three.h5")
     if comm.is_center:
-        fmt.write_dataset(bad, X, y)
+        fmt.write_dataset(bad, X, y, classes=["no", "yes"])
         X2 = X.copy()
         X2[7, 1] = np.inf
-        fmt.write_dataset(infx, X2, np.ones(n))
+        fmt.write_dataset(infx, X2, np.arange(n) % 2)
         fmt.write_dataset(other, np.zeros((3, 5)), np.ones(3))
+        fmt.write_dataset(three, X, np.arange(n) % 3)
     comm.barrier()
     with pytest.raises(CollectiveError) as info:
         load(comm, [bad])
     msg = str(info.value)
-    assert "bad.h5" in msg and f"row {bad_row}" in msg and "label 0" in msg
+    assert "bad.h5" in msg and f"row {bad_row}" in msg and "2 is not an index" in msg
     if comm.size > 1:
         assert f"[rank {comm.size - 1}]" in msg
     with pytest.raises(CollectiveError, match=r"inf.h5.*row 7, feature 1.*infinite"):
         load(comm, [infx])
     with pytest.raises(CollectiveError, match="same features"):
-        load(comm, [bad, other])
+        load(comm, [three, other])
     with pytest.raises(CollectiveError, match="no such file"):
         load(comm, [os.path.join(tmp, "missing.h5")])
-    # multiclass check accepts 0
-    shard = load(comm, [bad], task="multiclass")
-    assert shard.label_counts[0] == 1
+    # three classes: fine as multiclass (class indices), not as binary labels
+    shard = load(comm, [three], task="multiclass")
+    assert shard.classes == [0, 1, 2] and shard.label_counts == {0: 20, 1: 20, 2: 20}
+    np.testing.assert_array_equal(shard.y, (np.arange(n) % 3)[shard.start : shard.stop])
+    with pytest.raises(CollectiveError, match="exactly two classes"):
+        load(comm, [three])
+    # data checked against a model's classes: a label that is not one is named with its row
+    with pytest.raises(CollectiveError, match=r"three.h5.*row 2: label 2 is not one of the classes \(0, 1\)"):
+        load(comm, [three], task="binary", classes=[0, 1])
+
+
+def test_labels_as_users_have_them():
+    """-1/+1, 0/1 and text labels are the same binary codes; the class list is the union over files."""
+    comm = world()
+    tmp = shared_tmpdir(comm)
+    n = 40
+    X = np.zeros((n, 2), dtype=np.float32)
+    pos = np.arange(n) % 3 == 0
+    paths = {k: os.path.join(tmp, f"{k}.h5") for k in ("pm", "01", "text", "text2")}
+    if comm.is_center:
+        fmt.write_dataset(paths["pm"], X, np.where(pos, 1, -1))
+        fmt.write_dataset(paths["01"], X, pos.astype(np.int8))
+        fmt.write_dataset(paths["text"], X, pos.astype(np.int8), classes=["neg", "pos"])
+        fmt.write_dataset(paths["text2"], X, np.zeros(n, dtype=np.int8), classes=["pos"])
+    comm.barrier()
+    codes = {}
+    for key in ("pm", "01", "text"):
+        shard = load(comm, [paths[key]])
+        codes[key] = shard.y
+        assert shard.y.dtype == np.int8 and set(np.unique(shard.y)) <= {-1, 1}
+    assert np.array_equal(codes["pm"], codes["01"]) and np.array_equal(codes["pm"], codes["text"])
+    both = load(comm, [paths["text"], paths["text2"]], task="multiclass")
+    assert both.classes == ["neg", "pos"] and both.label_counts["pos"] == int(pos.sum()) + n
+    with pytest.raises(CollectiveError, match="mix numbers"):
+        load(comm, [paths["pm"], paths["text"]])
 
 
 def test_domain_column_and_validation_bins():

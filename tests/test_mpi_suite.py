@@ -10,7 +10,7 @@ import pytest
 from collective import IN_MPI_RUN
 from mpi_util import ROOT, run_mpi
 
-COLLECTIVE_MODULES = ["tests/test_comm.py", "tests/test_load.py", "tests/test_protocol.py"]
+COLLECTIVE_MODULES = ["tests/test_comm.py", "tests/test_load.py", "tests/test_protocol.py", "tests/test_algorithms.py"]
 
 pytestmark = [
     pytest.mark.mpi,

@@ -91,7 +91,8 @@ def test_predict_and_evaluate(ls_data, tmp_path):
     proc = run_cli(["evaluate", "--model", str(model), "--data", str(test)], n=3)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert set(report) == {"n", "error", "accuracy", "auc"} and report["n"] == 3000
+    assert set(report) == {"n", "error", "accuracy", "auc", "classes"} and report["n"] == 3000
+    assert report["classes"] == [-1, 1]
     assert abs(report["error"] + report["accuracy"] - 1) < 1e-12 and 0.5 < report["auc"] <= 1
     for out in ("p.npy", "p.csv"):
         proc = run_cli(["predict", "--model", str(model), "--data", str(test), "--out", str(tmp_path / out)], n=2)

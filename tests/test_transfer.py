@@ -254,7 +254,7 @@ def _theorem1_shard(eps, n_a=1000, n_b=200, sources=2):
 
 @pytest.mark.parametrize("eps,factor", [(0.1, 0.882), (0.2, 0.909), (0.3, 0.9375), (0.4, 0.968)])
 def test_theorem1_dynamic_factor_keeps_correct_source_weights(eps, factor):
-    """One round from uniform weights with every source row right (ALGORITHMS §4, Theorem 1)."""
+    """One round from uniform weights with every source row right (Theorem 1 of Zhang et al. 2014)."""
     shard = _theorem1_shard(eps)
     n_a, n_b = 1000, 200
     exact = 1.0 / (n_a / (n_a + n_b) + 2 * (1 - eps) * n_b / (n_a + n_b))

@@ -137,7 +137,7 @@ def test_adaboost_on_the_target_only(tr_data, tmp_path):
         (["--algo", "msdtra", "--data", "{s}", "{s2}"], "target"),
         (["--algo", "msdtra", "--data", "{single}", "--target-domain", "nope"], "nope"),
         (["--algo", "smoothboost", "--target", "{t}", "--source", "{s}"], "transfer"),
-        (["--algo", "adaboost", "--data", "{t}", "--vote-from", "half"], "transfer"),
+        (["--algo", "adaboost", "--data", "{t}", "--vote-from", "half"], "not an option of adaboost"),
     ],
 )
 def test_bad_arguments_exit_2(tr_data, tmp_path, args, message):

@@ -1,4 +1,4 @@
-"""Distributed AdaBoost (ALGORITHMS §2; Balcan, Blum, Fine, Mansour 2012).
+"""Distributed AdaBoost (Freund & Schapire 1997; distributed as in Balcan, Blum, Fine, Mansour 2012).
 
 The SmoothBoost paper's baseline: the same sampling protocol (or the exact
 histogram learner), no projection, the AdaBoost update. Each round:
@@ -14,14 +14,19 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .base import Hypothesis, StumpBoosting
+from .base import Hypothesis
+from .params import ROW_WEIGHTS, SAMPLING
+from .reweighting import Reweighting
 
 ERROR_CLIP = 1e-12
 
 
-class AdaBoost(StumpBoosting):
+class AdaBoost(Reweighting):
     name = "adaboost"
+    summary = "AdaBoost: the SmoothBoost paper's baseline; with domains AdaBoost-all or, one domain, AdaBoost-k"
+    tasks = ("binary", "multi-domain", "transfer")
     vote = "weighted"
+    parameters = (*SAMPLING, *ROW_WEIGHTS)
 
     def select(self, t: int) -> Optional[Hypothesis]:
         stump, err, metrics = self.choose_and_rate(t)

@@ -1,9 +1,35 @@
-"""What every boosting algorithm shares: the four-step shape and the row state.
+"""The algorithm contract: what every boosting algorithm declares and implements.
 
-An algorithm is a class with
+An algorithm is a subclass of :class:`Algorithm` that declares, once, as
+class attributes:
+
+``name``, ``summary``
+    its registry name and a one-line description;
+``tasks``
+    the kinds of data it trains on (:data:`TASKS`): ``binary`` (two classes),
+    ``multiclass`` (more than two), ``multi-domain`` (rows from several
+    domains, one file per domain or a domain column) and ``transfer`` (a
+    target domain and source domains, ``--target``/``--source``);
+``labels``
+    how it wants the labels: ``"signed"`` (binary, ``-1/+1``) or ``"index"``
+    (class indices ``0..K-1``);
+``needs_raw``, ``multi_stump_rounds``, ``needs_rounds``
+    capabilities: the raw features are kept beside the bins (a domain
+    classifier), a round may add several stumps, the number of rounds is a
+    parameter of the algorithm itself;
+``parameters``
+    its parameters as :class:`Param` declarations (name, type, default,
+    range or choices, one-line help).
+
+From these declarations come the ``train`` options and their validation,
+``mpiboost train --algo NAME --help``, the options table of the docs, and
+the registry-driven contract tests: adding an algorithm is one module plus
+one line in :data:`mpiboost.boost.ALGORITHMS`.
+
+And implements the four steps of a run:
 
 ``setup(data, proto, seed)``  initial state from this rank's rows;
-``select(t) -> Hypothesis``   round t's hypothesis (protocol primitives only);
+``select(t) -> Hypothesis``   round t's hypothesis (protocol primitives only), or None to stop;
 ``apply(h) -> dict``          update the state for h, return round metrics;
 ``finish() -> Model``         the final ensemble.
 
@@ -14,15 +40,129 @@ Algorithms never open files, print or call MPI directly.
 """
 from __future__ import annotations
 
+import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, ClassVar, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .._ext import _weights
 from ..model import Model
-from ..protocol import Protocol
-from ..weak.stump import Stump, StumpLearner
+from ..weak.stump import Stump
+
+TASKS = ("binary", "multiclass", "multi-domain", "transfer")
+LABELS = ("signed", "index")
+_TYPES = (bool, int, float, str, list)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter of an algorithm.
+
+    Parameters
+    ----------
+    name
+        Key in the algorithm's parameter dict (and in the model file).
+    type
+        ``bool`` (a flag), ``int``, ``float``, ``str`` or ``list`` (of file
+        names).
+    default
+        Value when not given; ``None`` means "derived" (``help`` says from what).
+    help
+        One line for ``--help`` and the docs.
+    choices
+        Allowed values, if a fixed set.
+    low, high, low_open, high_open
+        Allowed range of a number (``None``: unbounded); ``*_open`` excludes the end.
+    option
+        The ``train`` option; default ``--`` + name with ``-`` for ``_``.
+        ``None`` with ``cli=False``: not a command-line option (set by the
+        driver, e.g. the number of rounds).
+    when
+        ``(other, value)``: the parameter only applies when parameter
+        ``other`` has ``value`` (giving it otherwise is an error).
+    metavar
+        Placeholder in ``--help``.
+    """
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: Optional[tuple] = None
+    low: Optional[float] = None
+    high: Optional[float] = None
+    low_open: bool = False
+    high_open: bool = False
+    option: Optional[str] = None
+    cli: bool = True
+    when: Optional[tuple] = None
+    metavar: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.type not in _TYPES:
+            raise TypeError(f"parameter {self.name}: type must be one of {_TYPES}")
+
+    @property
+    def flag(self) -> str:
+        """The command-line option."""
+        return self.option or "--" + self.name.replace("_", "-")
+
+    def range_text(self) -> str:
+        """The allowed values, in words (for errors and docs)."""
+        if self.choices is not None:
+            return "one of " + ", ".join(str(c) for c in self.choices)
+        if self.low is None and self.high is None:
+            return ""
+        lo = "(" if self.low_open else "["
+        hi = ")" if self.high_open else "]"
+        if self.high is None:
+            return f"> {_num(self.low)}" if self.low_open else f">= {_num(self.low)}"
+        if self.low is None:
+            return f"< {_num(self.high)}" if self.high_open else f"<= {_num(self.high)}"
+        return f"in {lo}{_num(self.low)}, {_num(self.high)}{hi}"
+
+    def check(self, value: Any, algorithm: str) -> Any:
+        """``value`` converted to the declared type and checked; ValueError naming the option and algorithm."""
+        if value is None:
+            return None
+        where = f"{self.flag} {value!r}" if self.cli else f"parameter {self.name}={value!r}"
+        try:
+            if self.type is bool:
+                if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):
+                    raise ValueError
+                v = bool(value)
+            elif self.type is int:
+                if isinstance(value, (bool, np.bool_)) or (isinstance(value, float) and not value.is_integer()):
+                    raise ValueError
+                v = int(value)
+            elif self.type is float:
+                if isinstance(value, (bool, np.bool_)):
+                    raise ValueError
+                v = float(value)
+            elif self.type is list:
+                v = [str(x) for x in ([value] if isinstance(value, str) else value)]
+            else:
+                v = str(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: {algorithm} expects a{'n' if self.type is int else ''} "
+                             f"{self.type.__name__}") from None
+        if self.type is float and not math.isfinite(v):
+            raise ValueError(f"{where}: {algorithm} needs a finite number")
+        if self.choices is not None and v not in self.choices:
+            raise ValueError(f"{where}: {algorithm} needs {self.range_text()}")
+        if self.type in (int, float):
+            bad = (
+                (self.low is not None and (v < self.low or (self.low_open and v == self.low)))
+                or (self.high is not None and (v > self.high or (self.high_open and v == self.high)))
+            )
+            if bad:
+                raise ValueError(f"{where}: {algorithm} needs a value {self.range_text()}")
+        return v
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 @dataclass
@@ -40,7 +180,91 @@ class Hypothesis:
         return [(self.stump, self.coef), *self.more]
 
 
-def _domain_index(which, data) -> int:
+class Algorithm(ABC):
+    """Base class of every boosting algorithm: declarations plus the four steps.
+
+    ``Algorithm(params)`` checks ``params`` against :attr:`parameters`
+    (unknown names, types, ranges, choices, :meth:`check_params`) and keeps
+    the complete, resolved dict in ``self.params``; a ValueError names the
+    offending option and the algorithm.
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    tasks: ClassVar[tuple] = ("binary",)
+    labels: ClassVar[str] = "signed"
+    needs_raw: ClassVar[bool] = False
+    multi_stump_rounds: ClassVar[bool] = False
+    needs_rounds: ClassVar[bool] = False
+    vote: ClassVar[str] = "weighted"
+    parameters: ClassVar[tuple] = ()
+    stop_message: ClassVar[str] = "no weak edge left (weighted error >= 1/2)"
+
+    def __init__(self, params: Optional[Mapping] = None) -> None:
+        self.params = self.resolve(params or {})
+
+    # ------------------------------------------------------ declarations
+    @classmethod
+    def declared(cls, name: str) -> Param:
+        """The declaration of parameter ``name``."""
+        for p in cls.parameters:
+            if p.name == name:
+                return p
+        raise KeyError(f"{cls.name} has no parameter {name!r}")
+
+    @classmethod
+    def has(cls, name: str) -> bool:
+        return any(p.name == name for p in cls.parameters)
+
+    @classmethod
+    def resolve(cls, given: Mapping) -> dict:
+        """Every declared parameter: the given value, checked, or the default."""
+        names = [p.name for p in cls.parameters]
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise ValueError(
+                f"{cls.name} has no parameter {unknown[0]!r} (its parameters: {', '.join(names) or 'none'})"
+            )
+        out = {}
+        for p in cls.parameters:
+            v = given.get(p.name)
+            out[p.name] = p.default if v is None else p.check(v, cls.name)
+        for p in cls.parameters:
+            if p.when is not None and given.get(p.name) is not None and out[p.when[0]] != p.when[1]:
+                other = cls.declared(p.when[0])
+                raise ValueError(
+                    f"{p.flag} applies to {cls.name} only with {other.flag} {p.when[1]} (not {out[p.when[0]]})"
+                )
+        cls.check_params(out, given)
+        return out
+
+    @classmethod
+    def check_params(cls, params: dict, given: Mapping) -> None:
+        """Rules between parameters (override; raise ValueError naming the options)."""
+
+    # ------------------------------------------------------------- steps
+    @abstractmethod
+    def setup(self, data, proto, seed: int = 0) -> None:
+        """Initial state from this rank's rows (``data``: a :class:`mpiboost.data.load.Shard`)."""
+
+    @abstractmethod
+    def select(self, t: int) -> Optional[Hypothesis]:
+        """Round ``t``'s hypothesis, the same on every rank; None ends training."""
+
+    @abstractmethod
+    def apply(self, h: Hypothesis) -> dict:
+        """Update the state for ``h``; the round's metrics (``train_errors``: a global count)."""
+
+    def finish(self) -> Model:
+        """The final ensemble."""
+        return self.model
+
+    def rng(self, t: int) -> np.random.Generator:
+        """Round ``t``'s random numbers (the same on every rank)."""
+        return np.random.default_rng([self.seed, int(t)])
+
+
+def domain_index(which, data) -> int:
     """A domain given by index or by name."""
     names = list(data.domain_names or [])
     if isinstance(which, str) and not which.lstrip("-").isdigit():
@@ -53,109 +277,46 @@ def _domain_index(which, data) -> int:
     return k
 
 
-class StumpBoosting:
-    """Row state and helpers shared by the stump-boosting algorithms.
-
-    Subclasses set ``name`` and ``vote`` and implement ``select``/``apply``.
-    """
-
-    name = "base"
-    vote = "weighted"
-
-    def __init__(self, params: dict) -> None:
-        self.params = dict(params)
-
-    def setup(self, data, proto: Protocol, seed: int = 0) -> None:
-        self.data, self.proto, self.seed = data, proto, int(seed)
-        n_local = data.n_local
-        only = self.params.get("train_domain")
-        if only is not None:
-            # AdaBoost-k of the MultiBoost paper: the other domains' rows start
-            # (and, under multiplicative updates, stay) at weight 0.
-            k = _domain_index(only, data)
-            self.params["train_domain"] = k
-            m_k = int(data.domain_counts[k])
-            if m_k == 0:
-                raise ValueError(f"domain {only!r} has no training rows")
-            self.w = np.where(data.domain == k, 1.0 / m_k, 0.0)
-        elif self.params.get("entity_balanced"):
-            # The paper's Algorithm 4: every entity starts with the same total
-            # mass. This depends on the partition, so the model does too.
-            k = int(proto.reduce_counts(np.array([1 if n_local else 0]))[0])
-            self.w = np.full(n_local, 1.0 / (k * n_local) if n_local else 0.0)
-        else:
-            # Uniform over all n rows: a per-row value, so independent of the split.
-            self.w = np.full(n_local, 1.0 / data.n_global)
-        self.margin = np.zeros(n_local)
-        self._version = 0  # bumped whenever the weights change
-        self._masses_key = None
-        self.learner = StumpLearner(
-            self.params.get("weak_learner", "histogram"),
-            proto,
-            data.cols,
-            data.y,
-            data.bins.n_bins,
-            self.params.get("n_samples", 1),
-            start=data.start,
-        )
-        self.model = Model(
-            algorithm=self.name,
-            params=self.params,
-            bins=data.bins,
-            vote=self.vote,
-            feature_names=data.feature_names,
-        )
-
-    def rng(self, t: int) -> np.random.Generator:
-        return np.random.default_rng([self.seed, int(t)])
-
-    def choose(self, t: int):
-        """Round t's stump for the current weights, same on every rank."""
-        return self.learner.fit(self.w, self.rng(t))
-
-    def choose_and_rate(self, t: int):
-        """Round t's stump, its exact weighted error, and the round's metrics so far."""
-        choice = self.choose(t)
-        right, wrong = self.masses(choice.stump)
-        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
-        metrics = {"weak_error": err, "edge": 1.0 - 2.0 * err}
-        if choice.sample_error is not None:
-            metrics["weak_error_sample"] = choice.sample_error
-        if choice.hist_error is not None:
-            metrics["weak_error_hist"] = choice.hist_error
-        return choice.stump, err, metrics
-
-    def error_masses(self, stump: Stump) -> tuple[float, float]:
-        """Exact global weight of the rows ``stump`` gets right and wrong (reduce_stats)."""
-        if self.data.n_local:
-            right, wrong = _weights.error_terms(stump.column(self.data.cols), self.data.y, self.w, *stump.args())
-        else:
-            right = wrong = np.zeros(0)
-        return tuple(self.proto.reduce_terms([right, wrong]))
-
-    def masses(self, stump: Stump) -> tuple[float, float]:
-        """:meth:`error_masses` of the current weights, computed once per round.
-
-        ``select`` needs them for the error and ``apply`` for the new total;
-        a replayed ``apply`` (resume) computes them itself.
-        """
-        key = (stump, self._version)
-        if self._masses_key != key:
-            self._masses = self.error_masses(stump)
-            self._masses_key = key
-        return self._masses
-
-    def update_rows(self, stump: Stump, factor_correct: float, factor_wrong: float, coef: float) -> tuple[int, float]:
-        """Multiply weights, add to margins; return the global training error count and largest weight."""
-        errors, wmax = 0, 0.0
-        self._version += 1
-        if self.data.n_local:
-            errors, wmax = _weights.apply_stump(
-                self.w, self.margin, stump.column(self.data.cols), self.data.y, *stump.args(),
-                factor_correct, factor_wrong, coef,
-            )
-        return int(self.proto.reduce_counts(np.array([errors]))[0]), wmax
+def describe(cls: type) -> dict:
+    """An algorithm's declarations as plain data (docs, ``--help``, tests)."""
+    return {
+        "name": cls.name,
+        "summary": cls.summary,
+        "tasks": list(cls.tasks),
+        "labels": cls.labels,
+        "needs_raw": cls.needs_raw,
+        "multi_stump_rounds": cls.multi_stump_rounds,
+        "needs_rounds": cls.needs_rounds,
+        "parameters": [
+            {"name": p.name, "option": p.flag if p.cli else None, "type": p.type.__name__, "default": p.default,
+             "range": p.range_text(), "help": p.help}
+            for p in cls.parameters
+        ],
+    }
 
 
-    def finish(self) -> Model:
-        return self.model
+def check_declarations(classes: Sequence[type]) -> None:
+    """Raise TypeError if a registered algorithm's declarations are incomplete or inconsistent."""
+    seen = set()
+    for cls in classes:
+        if not cls.name or cls.name in seen:
+            raise TypeError(f"{cls.__name__}: a unique name is required")
+        seen.add(cls.name)
+        if not cls.summary:
+            raise TypeError(f"{cls.name}: a one-line summary is required")
+        if not cls.tasks or set(cls.tasks) - set(TASKS):
+            raise TypeError(f"{cls.name}: tasks must be a non-empty subset of {TASKS}")
+        if cls.labels not in LABELS:
+            raise TypeError(f"{cls.name}: labels must be one of {LABELS}")
+        if "multiclass" in cls.tasks and cls.labels != "index":
+            raise TypeError(f"{cls.name}: a multiclass algorithm takes class indices (labels = 'index')")
+        names = [p.name for p in cls.parameters]
+        if len(set(names)) != len(names):
+            raise TypeError(f"{cls.name}: a parameter is declared twice")
+        for p in cls.parameters:
+            if not p.help:
+                raise TypeError(f"{cls.name}: parameter {p.name} needs a help line")
+            if p.default is not None:
+                p.check(p.default, cls.name)
+            if p.when is not None and p.when[0] not in names:
+                raise TypeError(f"{cls.name}: parameter {p.name} depends on undeclared {p.when[0]}")

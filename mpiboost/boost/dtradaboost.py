@@ -1,4 +1,4 @@
-"""DTrAdaBoost: TrAdaBoost with the dynamic factor (ALGORITHMS §4; Al-Stouhi & Reddy 2011).
+"""DTrAdaBoost: TrAdaBoost with the dynamic factor (Al-Stouhi & Reddy 2011).
 
 TrAdaBoost (:mod:`.tradaboost`) over the union of the sources, with the
 source update multiplied by ``C_t = 2 (1 - eps_t)``: correctly classified
@@ -13,4 +13,5 @@ from .tradaboost import TrAdaBoost
 
 class DTrAdaBoost(TrAdaBoost):
     name = "dtradaboost"
+    summary = "DTrAdaBoost: TrAdaBoost with the dynamic factor C_t, so correct source rows keep their weight"
     dynamic = True

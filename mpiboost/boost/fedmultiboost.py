@@ -1,4 +1,4 @@
-"""FedMultiBoost (ALGORITHMS §3; Figure 2 of Cortes et al., NeurIPS 2021).
+"""FedMultiBoost (Figure 2 of Cortes, Mohri, Storcheus, Suresh, NeurIPS 2021).
 
 The federated variant of MultiBoost: the rows of each domain are split into
 *clients* of ``client_size`` consecutive rows (in the global row order, so
@@ -24,23 +24,30 @@ from typing import Optional
 import numpy as np
 
 from ..weak.stump import Stump
-from .base import Hypothesis
-from .multiboost import MultiBoost
+from .base import Hypothesis, Param
+from .multiboost import ACTIVE_TOL, Q_DATA, Q_L2, MultiBoost
+from .params import WEAK_LEARNER_EXACT
 
 
 class FedMultiBoost(MultiBoost):
     name = "fedmultiboost"
+    summary = "FedMultiBoost: MultiBoost's federated variant; sampled clients send aggregates only"
     exact_losses = False  # the center only sees the sampled clients' aggregates
+    parameters = (
+        WEAK_LEARNER_EXACT,
+        Param("client_size", int, 100, "rows per client (consecutive rows of a domain)", low=1),
+        Param("clients_per_round", int, 10, "clients sampled per domain per round", low=1),
+        Param("candidates_per_round", int, 20, "candidate stumps sampled per domain per round", low=1),
+        ACTIVE_TOL,
+        Q_L2,
+        Q_DATA,
+    )
 
-    def __init__(self, params: dict) -> None:
-        params = dict(params)
-        params.setdefault("step", "closed-form")
+    def __init__(self, params=None) -> None:
         super().__init__(params)
-        self.client_size = int(self.params.get("client_size", 100))
-        self.clients_per_round = int(self.params.get("clients_per_round", 10))
-        self.candidates_per_round = int(self.params.get("candidates_per_round", 20))
-        if min(self.client_size, self.clients_per_round, self.candidates_per_round) < 1:
-            raise ValueError("client size, clients per round and candidates per round must be at least 1")
+        self.client_size = int(self.params["client_size"])
+        self.clients_per_round = int(self.params["clients_per_round"])
+        self.candidates_per_round = int(self.params["candidates_per_round"])
 
     def setup(self, data, proto, seed: int = 0) -> None:
         super().setup(data, proto, seed)

@@ -1,4 +1,4 @@
-"""MSDTrA: multi-source dynamic TrAdaBoost (ALGORITHMS §4; Zhang et al. 2014).
+"""MSDTrA: multi-source dynamic TrAdaBoost (Zhang et al. 2014).
 
 Each round trains one candidate f_k per source on source k and the target
 rows (current weights), rates it on the target only (eps_k) and mixes all
@@ -22,19 +22,24 @@ from typing import Optional
 
 import numpy as np
 
+from .base import Param
 from .transfer import Plan, TransferBoosting
 
 
 class MSDTrA(TransferBoosting):
     name = "msdtra"
+    summary = "MSDTrA: multi-source dynamic TrAdaBoost, a mixture of one candidate per source each round"
     per_source = True
-    default_vote_from = "first"
     dynamic = True  # the dynamic factor C_t on the source update
+    parameters = (
+        *TransferBoosting.parameters,
+        Param("hard_error", bool, False, "a row's error is that of the mixture thresholded at 1/2 (default: soft error)"),
+    )
 
     def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:
         v = np.exp(1.0 - 2.0 * eps)
         vt = v / v.sum()
-        hard = bool(self.params.get("hard_error", False))
+        hard = bool(self.params["hard_error"])
         if hard:
             raw = self.mixture_error(stumps, vt, True)
         else:

@@ -1,4 +1,4 @@
-"""MSTrA: multi-source TrAdaBoost (ALGORITHMS §4; Yao & Doretto 2010).
+"""MSTrA: multi-source TrAdaBoost (Yao & Doretto 2010).
 
 Each round trains one candidate per source on source k and the target rows
 (current weights) and keeps the one with the lowest weighted error on the
@@ -23,8 +23,9 @@ def alpha_a(n_source: int, rounds: int) -> float:
 
 class MSTrA(TransferBoosting):
     name = "mstra"
+    summary = "MSTrA: multi-source TrAdaBoost, the best of one candidate per source each round"
     per_source = True
-    default_vote_from = "first"
+    multi_stump_rounds = False
 
     def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:
         best = int(np.argmin(eps))  # the first of equal errors

@@ -1,4 +1,4 @@
-"""MultiBoost (ALGORITHMS §3; Cortes, Mohri, Storcheus, Suresh, NeurIPS 2021).
+"""MultiBoost (Cortes, Mohri, Storcheus, Suresh, NeurIPS 2021).
 
 Boosting over p source domains for the agnostic loss ``F = max_k F_k``,
 ``F_k = (1/m_k) sum_{i in S_k} exp(-y_i f(x_i))``, with the Q-ensemble
@@ -56,8 +56,9 @@ from .._ext import _exact, _histogram, _multiboost
 from ..model import Model
 from ..protocol import Protocol
 from ..weak.stump import Stump
-from .base import Hypothesis
+from .base import Algorithm, Hypothesis, Param
 from .linesearch import exponential_family, minimize_max
+from .params import WEAK_LEARNER_EXACT
 
 STEP_RULES = ("line-search", "lemma1", "closed-form", "sqrt")
 ORDERS = (8, 10, 12, 16, 20, 24)  # Chebyshev orders of the line search's row pass
@@ -168,24 +169,46 @@ def _softmax_of(evaluate, tau: float):
     return soft
 
 
-class MultiBoost:
+ACTIVE_TOL = Param(
+    "active_tol", float, 1e-3,
+    "domains whose soft-max weight is at least this fraction of the largest propose stumps",
+    low=0.0, high=1.0, low_open=True,
+)
+Q_L2 = Param("q_l2", float, 1.0, "L2 penalty of the domain classifier Q(k|x)", low=0.0)
+Q_DATA = Param(
+    "q_data", list, None,
+    "extra rows that only train the domain classifier Q (labels unused; domains matched to the training "
+    "domains by name); stored in the model by file name", metavar="U.h5",
+)
+
+
+class MultiBoost(Algorithm):
     name = "multiboost"
+    summary = "MultiBoost: a Q-ensemble that boosts the worst domain's loss (agnostic multi-source learning)"
+    tasks = ("binary", "multi-domain")
     vote = "q-weighted"
     needs_raw = True
     exact_losses = True  # each round starts from the exact F_l (and the largest weight)
+    parameters = (
+        WEAK_LEARNER_EXACT,
+        Param("step", str, "line-search",
+              "step size: exact line search on the soft-max of the domain losses, the Lemma-1 bound, "
+              "AdaBoost's closed form, or C/sqrt(t)", choices=STEP_RULES),
+        Param("step_c", float, 1.0, "C of --step sqrt", low=0.0, low_open=True, when=("step", "sqrt")),
+        Param("temperature", float, 0.1,
+              "soft-max temperature relative to the loss; 0 = the paper's exact max, which stops when "
+              "coordinate descent is stuck", low=0.0),
+        ACTIVE_TOL,
+        Q_L2,
+        Q_DATA,
+    )
 
-    def __init__(self, params: dict) -> None:
-        self.params = dict(params)
-        self.step = self.params.get("step", "line-search")
-        if self.step not in STEP_RULES:
-            raise ValueError(f"step must be one of {', '.join(STEP_RULES)}, not {self.step!r}")
-        self.active_tol = float(self.params.get("active_tol", 1e-3))
-        self.temperature = float(self.params.get("temperature", 0.1))
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+    def __init__(self, params=None) -> None:
+        super().__init__(params)
+        self.step = self.params.get("step", "closed-form")
+        self.active_tol = float(self.params["active_tol"])
+        self.temperature = float(self.params.get("temperature", 0.0))
         self.step_c = float(self.params.get("step_c", 1.0))
-        if self.params.get("weak_learner", "histogram") != "histogram":
-            raise ValueError("MultiBoost chooses its stumps from exact histograms: use --weak-learner histogram")
 
     # ----------------------------------------------------------------- setup
     def setup(self, data, proto: Protocol, seed: int = 0) -> None:
@@ -197,9 +220,10 @@ class MultiBoost:
         if (self.m == 0).any():
             raise ValueError("every domain needs at least one training row")
         qX, qdom = data.X, data.domain
-        if getattr(data, "q_extra", None) is not None:
-            qX = np.concatenate([np.asarray(data.X, dtype=np.float64), np.asarray(data.q_extra[0], dtype=np.float64)])
-            qdom = np.concatenate([data.domain, data.q_extra[1]])
+        extra = data.extra.get("q_data")
+        if extra is not None:
+            qX = np.concatenate([np.asarray(data.X, dtype=np.float64), np.asarray(extra[0], dtype=np.float64)])
+            qdom = np.concatenate([data.domain, extra[1]])
         self.clf = proto.fit_domain_classifier(qX, qdom, self.p, l2=float(self.params.get("q_l2", 1.0)))
         # Q(k|x) of every row, stored domain-major (p, n): each pass reads the columns it needs.
         self.QT = np.ascontiguousarray(self.clf.proba(data.X).T)
@@ -262,13 +286,10 @@ class MultiBoost:
         shift = int(61 - math.ceil(math.log2(max(float(phi.max()), 1e-300))))
         if self._hists is None or self._hists.shape[0] != len(candidates):
             self._hists = np.zeros((len(candidates), self.data.d, 256), dtype=np.int64)
-        if self.data.n_local:
-            _multiboost.candidate_histograms(
-                self.data.cols, self.a, self.QT, self.domain, scale, self.data.y, shift, candidates, self._hists,
-                self._binary,
-            )
-        else:
-            self._hists[...] = 0
+        _multiboost.candidate_histograms(
+            self.data.cols, self.a, self.QT, self.domain, scale, self.data.y, shift, candidates, self._hists,
+            self._binary,
+        )
         hists = self.proto.reduce_histograms(self._hists, self.n_bins)
         packed = None
         if self.proto.is_center:
@@ -297,10 +318,7 @@ class MultiBoost:
         return Hypothesis(stump, eta, metrics, domain=k)
 
     def _directions(self, stump: Stump, k: int) -> None:
-        if self.data.n_local:
-            _multiboost.step_directions(
-                stump.column(self.data.cols), self.data.y, self.QT[k], *stump.args(), self.u
-            )
+        _multiboost.step_directions(stump.column(self.data.cols), self.data.y, self.QT[k], *stump.args(), self.u)
         self._pending = (stump, k)
 
     def _shift(self, center: float) -> int:
@@ -323,9 +341,7 @@ class MultiBoost:
     def _expand(self, center: float, order: int) -> _Expansion:
         """One pass over the rows: the model around a trial step ``center``."""
         shift = self._shift(center)
-        local = None
-        if self.data.n_local:
-            local = _multiboost.chebyshev_moments(self.a, self.u, self.domain, center, self.p, order, shift)
+        local = _multiboost.chebyshev_moments(self.a, self.u, self.domain, center, self.p, order, shift)
         self._passes += 1
         return self._expansion(center, order, local, shift)
 
@@ -347,12 +363,10 @@ class MultiBoost:
         # are the loss, its slope and curvature at 0; more feed the line search).
         order = _order_for(self._last_eta) if self.step == "line-search" else 2
         shift = self._shift(0.0)
-        local = None
-        if self.data.n_local:
-            local = _multiboost.directions_chebyshev(
-                stump.column(self.data.cols), self.data.y, self.QT, k, *stump.args(), self.a, self.domain, order,
-                shift, self.u,
-            )
+        local = _multiboost.directions_chebyshev(
+            stump.column(self.data.cols), self.data.y, self.QT, k, *stump.args(), self.a, self.domain, order,
+            shift, self.u,
+        )
         self._pending = (stump, k)
         self._passes = 1
         first = self._expansion(0.0, order, local, shift)

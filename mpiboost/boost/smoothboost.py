@@ -1,4 +1,4 @@
-"""Distributed SmoothBoost (ALGORITHMS §1; Chen, Balcan, Chau, AISTATS 2016).
+"""Distributed SmoothBoost (Chen, Balcan, Chau, AISTATS 2016).
 
 Each round: choose h_t for the current distribution D (sample or histogram
 learner); shrink the weight of every correctly classified row by (1 - gamma)
@@ -27,8 +27,10 @@ from typing import Optional
 import numpy as np
 
 from .adaboost import ERROR_CLIP
-from .base import Hypothesis, StumpBoosting
+from .base import Hypothesis, Param
 from .cells import CellWeights, project
+from .params import BETA, ENTITY_BALANCED, N_SAMPLES, SAMPLE_FACTOR, TRAIN_DOMAIN, WEAK_LEARNER
+from .reweighting import Reweighting
 
 
 def default_gamma(beta: float) -> float:
@@ -36,33 +38,57 @@ def default_gamma(beta: float) -> float:
     return 0.5 * (0.5 - beta)
 
 
-class SmoothBoost(StumpBoosting):
+class SmoothBoost(Reweighting):
     name = "smoothboost"
+    summary = "SmoothBoost: weights projected onto epsilon-smooth distributions, tolerant of label noise"
+    tasks = ("binary", "multi-domain")
+    vote = "majority"
+    parameters = (
+        WEAK_LEARNER,
+        Param("epsilon", float, 0.1, "smoothness: no row holds more than 1/(epsilon n) of the weight",
+              low=0.0, high=1.0, low_open=True),
+        BETA,
+        Param("gamma", float, None, "weight shrink of correctly classified rows (default (1/2 - beta)/2)",
+              low=0.0, high=1.0, low_open=True, high_open=True),
+        Param("vote", str, "majority", "the final vote: unweighted majority (the paper) or alpha-weighted",
+              choices=("majority", "weighted")),
+        Param("weight_store", str, "cells",
+              "weights stored per cell of rows with the same history (fast) or per row; the same model",
+              choices=("cells", "rows")),
+        Param("max_cells", int, None, "cells before switching to per-row weights (default max(1024, min(65536, n/64)))",
+              low=1, cli=False),
+        N_SAMPLES,
+        SAMPLE_FACTOR,
+        TRAIN_DOMAIN,
+        ENTITY_BALANCED,
+    )
 
-    def __init__(self, params: dict) -> None:
+    @classmethod
+    def check_params(cls, params: dict, given) -> None:
+        if params["gamma"] is None and not 0 < default_gamma(params["beta"]) < 1:
+            raise ValueError(
+                f"--beta {params['beta']}: smoothboost's default gamma (1/2 - beta)/2 must be in (0, 1); "
+                "give --gamma or a beta below 1/2"
+            )
+
+    def __init__(self, params=None) -> None:
         super().__init__(params)
-        self.vote = "weighted" if params.get("vote", "majority") == "weighted" else "majority"
-        self.epsilon = float(params.get("epsilon", 0.1))
-        self.gamma = float(params.get("gamma") or default_gamma(float(params.get("beta", 0.2))))
-        if not 0 < self.epsilon <= 1:
-            raise ValueError(f"epsilon must be in (0, 1], got {self.epsilon}")
-        if not 0 < self.gamma < 1:
-            raise ValueError(f"gamma must be in (0, 1), got {self.gamma}")
+        self.vote = "weighted" if self.params["vote"] == "weighted" else "majority"
+        self.epsilon = float(self.params["epsilon"])
+        self.gamma = float(self.params["gamma"] or default_gamma(float(self.params["beta"])))
 
     def setup(self, data, proto, seed: int = 0) -> None:
         super().setup(data, proto, seed)
         self.cap = 1.0 / (self.epsilon * data.n_global)
         self.cells: Optional[CellWeights] = None
-        store = self.params.get("weight_store", "cells")
-        if store not in ("cells", "rows"):
-            raise ValueError(f"weight_store must be 'cells' or 'rows', not {store!r}")
+        store = self.params["weight_store"]
         if store == "cells" and not self.params.get("entity_balanced") and self.params.get("train_domain") is None:
             self.cells = CellWeights(data.n_local, data.n_global, proto, 1.0 / data.n_global)
             self.w = None  # the cells hold the weights
             # Cells pay off while they are far fewer than rows: beyond that the
             # per-round count reduction and table work cost more than per-row
             # weights do.
-            self.max_cells = int(self.params.get("max_cells", max(1024, min(1 << 16, data.n_global // 64))))
+            self.max_cells = int(self.params["max_cells"] or max(1024, min(1 << 16, data.n_global // 64)))
 
     # ---------------------------------------------------------------- cells
     def choose(self, t: int):
@@ -79,8 +105,7 @@ class SmoothBoost(StumpBoosting):
         """Global rows per (cell, right/wrong) of ``stump``, computed once per round."""
         key = ("outcomes", stump, self._version)
         if self._masses_key != key:
-            col = stump.column(self.data.cols) if self.data.n_local else np.zeros(0, dtype=np.uint8)
-            self._outcomes = self.cells.outcomes(col, self.data.y, stump.args())
+            self._outcomes = self.cells.outcomes(stump.column(self.data.cols), self.data.y, stump.args())
             self._masses_key = key
         return self._outcomes
 
@@ -136,13 +161,11 @@ class SmoothBoost(StumpBoosting):
         merged = cells.merge_equal()
         if merged is not None:
             table = merged[table]
-        errors = 0
         self._version += 1
-        if self.data.n_local:
-            errors = _cells.move_rows(
-                cells.cell, self.margin, h.stump.column(self.data.cols), self.data.y, *h.stump.args(),
-                np.ascontiguousarray(table), h.coef,
-            )
+        errors = _cells.move_rows(
+            cells.cell, self.margin, h.stump.column(self.data.cols), self.data.y, *h.stump.args(),
+            np.ascontiguousarray(table), h.coef,
+        )
         errors = int(self.proto.reduce_counts(np.array([errors]))[0])
         wmax = float(cells.values[cells.counts > 0].max())
         n_cells = cells.n_cells

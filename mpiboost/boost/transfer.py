@@ -1,4 +1,4 @@
-"""What the instance-transfer algorithms share (ALGORITHMS §4; Zhang et al. 2014).
+"""What the instance-transfer algorithms share (Dai et al. 2007; Yao & Doretto 2010; Zhang et al. 2014).
 
 A target domain with few labelled rows and N source domains. Every round:
 
@@ -32,7 +32,7 @@ model does not depend on how the rows are split over ranks.
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -42,7 +42,8 @@ from .._ext import _exact, _histogram, _transfer, _weights
 from ..model import Model
 from ..protocol import FIXED_SHIFT, Protocol
 from ..weak.stump import Stump
-from .base import Hypothesis, _domain_index
+from .base import Algorithm, Hypothesis, Param, domain_index
+from .params import WEAK_LEARNER_EXACT
 
 EPS_MIN = 1e-10  # a round with no target error gets this one (beta_t > 0)
 EPS_CLIP = 0.499  # high_error = "clip": rounds at or above 1/2 go on with this error
@@ -73,35 +74,50 @@ def beta_a(n_source: int, rounds: int) -> float:
     return 1.0 / (1.0 + math.sqrt(2.0 * math.log(max(n_source, 1)) / rounds))
 
 
-class TransferBoosting(ABC):
+TARGET_DOMAIN = Param(
+    "target_domain", str, None,
+    "with --data: the target domain (index or name; default: the one named 'target'); every other domain "
+    "is a source (--target/--source set it)", metavar="K",
+)
+HIGH_ERROR_PARAM = Param(
+    "high_error", str, "stop",
+    "a round with target error >= 1/2 ends training (stop) or goes on with error 0.499 (clip)", choices=HIGH_ERROR,
+)
+ROUNDS = Param("rounds", int, None, "the number of rounds M (part of the source factor; set by --rounds)",
+               low=1, cli=False)
+
+
+def vote_from_param(default: str) -> Param:
+    return Param(
+        "vote_from", str, default,
+        "the final vote counts rounds 1..M (first) or ceil(M/2)..M (half)", choices=VOTE_FROM,
+    )
+
+
+class TransferBoosting(Algorithm):
     """Row state and round mechanics of the transfer algorithms.
 
     Subclasses set ``name``, ``per_source`` (one candidate per source, trained
     on source k and the target; otherwise one candidate on every row) and
-    ``default_vote_from``, and implement :meth:`plan`.
+    their ``vote_from`` default, and implement :meth:`plan`.
     """
 
-    name = "transfer"
+    tasks = ("transfer",)
     vote = "weighted"
     per_source = True
-    default_vote_from = "first"
+    multi_stump_rounds = True
     needs_rounds = True  # the source factor depends on the number of rounds M
     stop_message = "the round's target error reached 1/2 (--high-error clip goes on)"
+    parameters = (WEAK_LEARNER_EXACT, TARGET_DOMAIN, vote_from_param("first"), HIGH_ERROR_PARAM, ROUNDS)
 
-    def __init__(self, params: dict) -> None:
-        self.params = dict(params)
-        self.params.setdefault("vote_from", self.default_vote_from)
-        self.params.setdefault("high_error", "stop")
-        if self.params["vote_from"] not in VOTE_FROM:
-            raise ValueError(f"vote_from must be one of {', '.join(VOTE_FROM)}, not {self.params['vote_from']!r}")
-        if self.params["high_error"] not in HIGH_ERROR:
-            raise ValueError(f"high_error must be one of {', '.join(HIGH_ERROR)}, not {self.params['high_error']!r}")
-        if self.params.get("weak_learner", "histogram") != "histogram":
-            raise ValueError(f"{self.name} trains its candidates from exact histograms: use --weak-learner histogram")
-        rounds = self.params.get("rounds")
-        if rounds is None or int(rounds) < 1:
-            raise ValueError(f"{self.name} needs the number of rounds M (params['rounds'])")
-        self.rounds = int(rounds)
+    @classmethod
+    def check_params(cls, params: dict, given) -> None:
+        if params["rounds"] is None:
+            raise ValueError(f"{cls.name} needs the number of rounds M (params['rounds'])")
+
+    def __init__(self, params=None) -> None:
+        super().__init__(params)
+        self.rounds = int(self.params["rounds"])
 
     # ----------------------------------------------------------------- setup
     def setup(self, data, proto: Protocol, seed: int = 0) -> None:
@@ -116,7 +132,7 @@ class TransferBoosting(ABC):
                     f"--target-domain NAME with a domain column (domains: {names or self.p})"
                 )
             which = "target"
-        self.target = _domain_index(which, data)
+        self.target = domain_index(which, data)
         self.params["target_domain"] = self.target
         self.sources = [k for k in range(self.p) if k != self.target]
         counts = np.asarray(data.domain_counts, dtype=np.int64)
@@ -197,9 +213,6 @@ class TransferBoosting(ABC):
         """This rank's histogram of the signed weights (fixed point) per domain, ``(p, d, 256)``
         (``(1, d, 256)`` over every row when the candidate is trained on every row)."""
         hists = self._hists
-        if not self.data.n_local:
-            hists[...] = 0
-            return hists
         _weights.fixed_signed(self.w, self.data.y, FIXED_SHIFT, self._g)
         if not self.per_source:
             _histogram.build_histogram(self.data.cols, self._g, hists[0], self._binary)
@@ -218,12 +231,9 @@ class TransferBoosting(ABC):
         wt = np.ascontiguousarray(self.w[self.t_rows])
         groups = []
         for s in stumps:
-            if wt.size:
-                _, wrong = _weights.error_terms(s.column(self.t_cols), self.t_y, wt, *s.args())
-            else:
-                wrong = np.zeros(0)
+            _, wrong = _weights.error_terms(s.column(self.t_cols), self.t_y, wt, *s.args())
             groups.append(wrong)
-        groups.append(_exact.partials(wt) if wt.size else np.zeros(0))
+        groups.append(_exact.partials(wt))
         sums = self.proto.reduce_terms(groups)
         total = sums[-1]
         if not total > 0:
@@ -233,13 +243,10 @@ class TransferBoosting(ABC):
     def mixture_error(self, stumps: list, vt: np.ndarray, hard: bool) -> float:
         """Exact weighted target error of the mixture ``sum_k vt_k f_k`` (soft or thresholded)."""
         e = np.empty(self.t_rows.size)
-        if e.size:
-            f, b, lv, ml = self._stump_arrays(stumps)
-            _transfer.row_errors(self.t_cols, self.t_y, f, b, lv, ml, vt, hard, e)
+        f, b, lv, ml = self._stump_arrays(stumps)
+        _transfer.row_errors(self.t_cols, self.t_y, f, b, lv, ml, vt, hard, e)
         wt = np.ascontiguousarray(self.w[self.t_rows])
-        sums = self.proto.reduce_terms(
-            [_exact.partials(wt * e) if e.size else np.zeros(0), _exact.partials(wt) if e.size else np.zeros(0)]
-        )
+        sums = self.proto.reduce_terms([_exact.partials(wt * e), _exact.partials(wt)])
         return float(sums[0] / sums[1])
 
     @staticmethod
@@ -319,22 +326,17 @@ class TransferBoosting(ABC):
         f, b, lv, ml = self._stump_arrays([s for s, _, _ in members])
         vt = np.array([v for _, v, _ in members])
         coef = np.array([c for _, _, c in members])
-        te = se = 0
-        if self.data.n_local:
-            te, se = _transfer.transfer_update(
-                self.w, self.score, self.data.cols, self.data.y, self.is_source, f, b, lv, ml, vt, coef, plan.hard,
-                plan.target[0], plan.target[1], plan.source[0], plan.source[1],
-            )
+        te, se = _transfer.transfer_update(
+            self.w, self.score, self.data.cols, self.data.y, self.is_source, f, b, lv, ml, vt, coef, plan.hard,
+            plan.target[0], plan.target[1], plan.source[0], plan.source[1],
+        )
         self._version += 1
-        terms = _exact.grouped_partials(self.w, self.domain, self.p) if self.data.n_local else [
-            np.zeros(0) for _ in range(self.p)
-        ]
+        terms = _exact.grouped_partials(self.w, self.domain, self.p)
         counts, _, masses = self.proto.reduce_round_stats(np.array([te, se]), 0.0, list(terms))
         total = math.fsum(masses)
         if not (total > 0 and math.isfinite(total)):
             raise ValueError(f"the weights' total is {total} after round {self.model.n_rounds + 1}")
-        if self.data.n_local:
-            _weights.scale(self.w, total)
+        _weights.scale(self.w, total)
         r = self.model.n_rounds + 1
         for s, _, c in members:
             self.model.append(s, c, round=r)

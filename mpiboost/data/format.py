@@ -6,14 +6,19 @@ A data file holds
 dataset    dtype                                           shape     meaning
 =========  ==============================================  ========  ================================
 ``X``      float32, float64, int8, uint8, int16, int32      (n, d)    features; NaN = missing
-``y``      int8, int16, int32                              (n,)      labels: {-1,+1} binary, 0..K-1 multiclass
+``y``      int8, int16, int32                              (n,)      labels (see below)
 ``domain`` int32 (any integer accepted)                    (n,)      optional domain / source / task id
 =========  ==============================================  ========  ================================
 
-File attributes (all optional): ``feature_names`` and ``domain_names`` (lists
-of strings), ``mpiboost_format`` (schema version), and free-form provenance
-(``generator``, ``source`` ...). Other datasets and groups are ignored by the
-loader (generators keep ground truth under ``synth/``).
+Labels: with the attribute ``classes`` (a JSON list of label values, numbers
+or strings; :mod:`.labels`) ``y[i]`` is an index into that list; without it
+the integers of ``y`` are the label values themselves (-1/+1, 0/1, 1..7 ...).
+
+File attributes (all optional): ``classes``, ``feature_names`` and
+``domain_names`` (lists of strings), ``mpiboost_format`` (schema version), and
+free-form provenance (``generator``, ``source`` ...). Other datasets and
+groups are ignored by the loader (generators keep ground truth under
+``synth/``).
 """
 from __future__ import annotations
 
@@ -26,10 +31,12 @@ import numpy as np
 
 from ..atomic import discard, temporary_beside
 from ..errors import InputError
+from . import labels as _labels
 
 FORMAT_VERSION = 1
 X_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "uint8", "int16", "int32")}
 Y_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64")}
+Y_WRITE_DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32))  # what the writers store
 DOMAIN_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64", "uint8", "uint16")}
 CHUNK_BYTES = 1 << 20  # ~1 MiB of rows per HDF5 chunk
 
@@ -62,6 +69,8 @@ class FileInfo:
     feature_names: Optional[list[str]] = None
     domain_names: Optional[list[str]] = None
     attrs: dict = field(default_factory=dict)
+    # The parsed ``classes`` attribute: y indexes it. None: y holds the label values.
+    classes: Optional[list] = None
 
 
 def inspect(path: str | os.PathLike) -> FileInfo:
@@ -113,6 +122,12 @@ def inspect(path: str | os.PathLike) -> FileInfo:
             raise InputError(
                 f"{path}: attribute feature_names has {len(feature_names)} names for {X.shape[1]} features"
             )
+        classes = None
+        if _labels.CLASSES_ATTR in f.attrs:
+            try:
+                classes = _labels.decode_attr(f.attrs[_labels.CLASSES_ATTR], path)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
         attrs = {k: (v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v) for k, v in f.attrs.items()}
         return FileInfo(
             path=path,
@@ -124,11 +139,44 @@ def inspect(path: str | os.PathLike) -> FileInfo:
             feature_names=feature_names,
             domain_names=_strings(f.attrs.get("domain_names")),
             attrs=attrs,
+            classes=classes,
         )
 
 
 def _chunk_rows(d: int, itemsize: int) -> int:
     return int(max(1, min(1 << 16, CHUNK_BYTES // max(1, d * itemsize))))
+
+
+def _check_y_dtype(dtype: Any) -> np.dtype:
+    t = np.dtype(dtype)
+    if t not in Y_WRITE_DTYPES:
+        raise InputError(f"unsupported y dtype {t} (int8, int16 or int32)")
+    return t
+
+
+def _fits(y: np.ndarray, dtype: np.dtype) -> None:
+    """Raise InputError if the values of ``y`` do not fit ``dtype`` (no silent wrap-around)."""
+    if y.size == 0 or (y.dtype.kind in "iu" and np.can_cast(y.dtype, dtype)):
+        return
+    lo, hi = y.min(), y.max()
+    info = np.iinfo(dtype)
+    if y.dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
+        raise InputError("labels y must be finite integers")
+    if lo < info.min or hi > info.max:
+        raise InputError(f"labels y range over {lo}..{hi}, which does not fit y dtype {dtype}")
+
+
+def _smallest_y_dtype(y: np.ndarray) -> np.dtype:
+    """int8 if the values fit it, else int16, else int32."""
+    if y.size == 0:
+        return np.dtype(np.int8)
+    if y.dtype == np.int8:
+        return np.dtype(np.int8)
+    lo, hi = y.min(), y.max()
+    for t in Y_WRITE_DTYPES:
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return t
+    raise InputError(f"labels y range over {lo}..{hi}, which does not fit int32")
 
 
 class DatasetWriter:
@@ -140,6 +188,15 @@ class DatasetWriter:
 
         with DatasetWriter("out.h5", d=123, x_dtype="float32") as w:
             w.append(X_chunk, y_chunk)
+
+    ``y_dtype`` is int8, int16 or int32; ``classes`` (a list of label values)
+    writes the ``classes`` attribute, so ``y`` holds indices into it.
+
+    When the labels are known only at the end (a converter streaming text
+    labels), give ``deferred_y=True``: :meth:`append` then takes provisional
+    non-negative integer codes, kept in a temporary file beside the output,
+    and :meth:`relabel` (called before :meth:`close`) writes ``y`` in chunks
+    as ``table[code]`` with its final dtype and ``classes``.
     """
 
     def __init__(
@@ -154,18 +211,32 @@ class DatasetWriter:
         domain_names: Optional[Sequence[str]] = None,
         attrs: Optional[dict] = None,
         compression: Optional[str] = None,
+        classes: Optional[Sequence] = None,
+        deferred_y: bool = False,
     ) -> None:
         h5py = _h5py()
         self.path = Path(path)
         self.d = int(d)
         self.n = 0
         self.x_dtype = np.dtype(x_dtype)
-        self.y_dtype = np.dtype(y_dtype)
+        self.y_dtype = _check_y_dtype(y_dtype)
         if self.x_dtype not in X_DTYPES:
             raise InputError(f"unsupported X dtype {self.x_dtype}")
+        if classes is not None and deferred_y:
+            raise InputError("deferred_y: give the classes to relabel(), not to the writer")
+        classes_attr = None
+        if classes is not None:
+            try:
+                classes_attr = _labels.encode_attr(classes)
+                _labels.decode_attr(classes_attr, str(self.path))
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
         parent = self.path.parent if str(self.path.parent) else Path(".")
         if not parent.is_dir():
             raise InputError(f"{self.path}: directory {parent} does not exist")
+        self._f = None
+        self._codes = None  # deferred_y: the provisional codes' temporary file
+        self._codes_path: Optional[str] = None
         tmp = temporary_beside(self.path)
         self._tmp = tmp
         try:
@@ -176,11 +247,20 @@ class DatasetWriter:
             raise
         try:
             rows = _chunk_rows(self.d, self.x_dtype.itemsize)
-            kw = {"compression": compression} if compression else {}
+            self._y_chunks = max(rows, 4096)
+            self._kw = {"compression": compression} if compression else {}
+            kw = self._kw
             self._X = self._f.create_dataset(
                 "X", shape=(0, self.d), maxshape=(None, self.d), dtype=self.x_dtype, chunks=(rows, max(1, self.d)), **kw
             )
-            self._y = self._f.create_dataset("y", shape=(0,), maxshape=(None,), dtype=self.y_dtype, chunks=(max(rows, 4096),), **kw)
+            if deferred_y:
+                self._y = None
+                self._codes_path = temporary_beside(self.path)
+                self._codes = open(self._codes_path, "wb")
+            else:
+                self._y = self._f.create_dataset(
+                    "y", shape=(0,), maxshape=(None,), dtype=self.y_dtype, chunks=(self._y_chunks,), **kw
+                )
             self._dom = (
                 self._f.create_dataset("domain", shape=(0,), maxshape=(None,), dtype=np.int32, chunks=(max(rows, 4096),), **kw)
                 if with_domain
@@ -191,6 +271,8 @@ class DatasetWriter:
                 if len(feature_names) != self.d:
                     raise InputError(f"{len(feature_names)} feature names for {self.d} features")
                 self._f.attrs["feature_names"] = np.array([str(s) for s in feature_names], dtype=h5py.string_dtype())
+            if classes_attr is not None:
+                self._f.attrs[_labels.CLASSES_ATTR] = classes_attr
             self.domain_names = list(domain_names) if domain_names is not None else None
             for k, v in (attrs or {}).items():
                 self._f.attrs[k] = v
@@ -199,6 +281,11 @@ class DatasetWriter:
             self.discard()
             raise
 
+    @property
+    def deferred(self) -> bool:
+        """True while ``y`` waits for :meth:`relabel`."""
+        return self._codes_path is not None
+
     def append(self, X: np.ndarray, y: np.ndarray, domain: Optional[np.ndarray] = None) -> None:
         X = np.asarray(X)
         m = X.shape[0]
@@ -206,17 +293,66 @@ class DatasetWriter:
             raise InputError(f"chunk has shape {X.shape}, expected (*, {self.d})")
         if len(y) != m:
             raise InputError("X and y chunks differ in length")
+        y = np.asarray(y)
+        if self._codes is not None:
+            codes = y.astype(np.int32, copy=False)
+            if codes.size and codes.min() < 0:
+                raise InputError("deferred_y: provisional label codes must be non-negative")
+        else:
+            _fits(y, self.y_dtype)
         stop = self.n + m
         self._X.resize(stop, axis=0)
         self._X[self.n : stop] = X.astype(self.x_dtype, copy=False)
-        self._y.resize(stop, axis=0)
-        self._y[self.n : stop] = np.asarray(y).astype(self.y_dtype, copy=False)
+        if self._codes is not None:
+            self._codes.write(np.ascontiguousarray(codes).tobytes())
+        else:
+            self._y.resize(stop, axis=0)
+            self._y[self.n : stop] = y.astype(self.y_dtype, copy=False)
         if self._dom is not None:
             if domain is None or len(domain) != m:
                 raise InputError("this file has a domain column: pass a domain chunk of the same length")
             self._dom.resize(stop, axis=0)
             self._dom[self.n : stop] = np.asarray(domain, dtype=np.int32)
         self.n = stop
+
+    def relabel(
+        self, table: np.ndarray, y_dtype: Any, classes: Optional[Sequence] = None, chunk_rows: int = 1 << 20
+    ) -> None:
+        """Write ``y = table[code]`` for the provisional codes appended (``deferred_y`` only).
+
+        ``classes``: the ``classes`` attribute (``y`` then indexes it), or None
+        when ``table`` maps to the label values themselves.
+        """
+        if self._codes is None:
+            raise InputError("relabel() needs a writer made with deferred_y=True, called once")
+        dtype = _check_y_dtype(y_dtype)
+        table = np.asarray(table)
+        _fits(table, dtype)
+        if classes is not None:
+            try:
+                raw = _labels.encode_attr(classes)
+                _labels.decode_attr(raw, str(self.path))
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+            self._f.attrs[_labels.CLASSES_ATTR] = raw
+        table = table.astype(dtype)
+        self._codes.close()
+        self._codes = None
+        self.y_dtype = dtype
+        self._y = self._f.create_dataset(
+            "y", shape=(self.n,), maxshape=(None,), dtype=dtype, chunks=(self._y_chunks,), **self._kw
+        )
+        with open(self._codes_path, "rb") as f:
+            for start in range(0, self.n, chunk_rows):
+                stop = min(self.n, start + chunk_rows)
+                codes = np.fromfile(f, dtype=np.int32, count=stop - start)
+                if codes.size != stop - start:
+                    raise InputError(f"{self._codes_path}: the provisional labels file is short")
+                if codes.size and codes.max() >= table.size:
+                    raise InputError(f"provisional label code {int(codes.max())} has no entry in the table")
+                self._y[start:stop] = table[codes]
+        discard(self._codes_path)
+        self._codes_path = None
 
     def add_array(self, name: str, data: np.ndarray) -> None:
         """Store an extra dataset (e.g. ``synth/component``) ignored by the loader."""
@@ -228,6 +364,9 @@ class DatasetWriter:
     def close(self) -> None:
         if self._f is None:
             return
+        if self.deferred:
+            self.discard()
+            raise InputError("deferred_y: relabel() was not called before close(); nothing written")
         if self.domain_names is not None:
             self._f.attrs["domain_names"] = np.array([str(s) for s in self.domain_names], dtype=_h5py().string_dtype())
         self._f.close()
@@ -235,6 +374,12 @@ class DatasetWriter:
         os.replace(self._tmp, self.path)
 
     def discard(self) -> None:
+        if self._codes is not None:
+            self._codes.close()
+            self._codes = None
+        if self._codes_path is not None:
+            discard(self._codes_path)
+            self._codes_path = None
         if self._f is not None:
             self._f.close()
             self._f = None
@@ -260,15 +405,22 @@ def write_dataset(
     domain_names: Optional[Sequence[str]] = None,
     attrs: Optional[dict] = None,
     extra: Optional[dict[str, np.ndarray]] = None,
-    y_dtype: Any = np.int8,
+    y_dtype: Any = None,
     compression: Optional[str] = None,
+    classes: Optional[Sequence] = None,
 ) -> None:
     """Write arrays as one data file, atomically (temporary file + rename).
 
     ``extra`` maps dataset paths (e.g. ``"synth/component"``) to arrays stored
-    beside the schema's datasets.
+    beside the schema's datasets. ``y_dtype`` (int8, int16 or int32) defaults
+    to the smallest of them that holds the values of ``y`` (int8 for ±1 and
+    up to 128 classes). ``classes`` writes the ``classes`` attribute: ``y``
+    then holds indices into that list of label values.
     """
     X = np.asarray(X)
+    y = np.asarray(y)
+    if y_dtype is None:
+        y_dtype = _smallest_y_dtype(y)
     with DatasetWriter(
         path,
         X.shape[1],
@@ -279,6 +431,7 @@ def write_dataset(
         domain_names=domain_names,
         attrs=attrs,
         compression=compression,
+        classes=classes,
     ) as w:
         step = _chunk_rows(X.shape[1], X.dtype.itemsize) * 16
         for start in range(0, max(1, X.shape[0]), step):
@@ -300,7 +453,13 @@ def read_arrays(path: str | os.PathLike, start: int = 0, stop: Optional[int] = N
 
 
 def summarize(path: str | os.PathLike, chunk_rows: int = 1 << 18) -> dict:
-    """Shape, dtypes, label and domain counts and missing values of a file (streamed)."""
+    """Shape, dtypes, label and domain counts and missing values of a file (streamed).
+
+    ``labels`` counts the rows of each label *value*, keyed by its text
+    (``"-1"``, ``"1"``; ``"<=50K"`` for a file whose ``classes`` attribute
+    lists it); ``classes`` is the attribute's list, or else the sorted integer
+    values present, and ``n_classes`` its length.
+    """
     h5py = _h5py()
     info = inspect(path)
     labels: dict[int, int] = {}
@@ -318,13 +477,27 @@ def summarize(path: str | os.PathLike, chunk_rows: int = 1 << 18) -> dict:
                     domains[v] = domains.get(v, 0) + c
             if info.x_dtype.kind == "f":
                 missing += int(np.isnan(f["X"][start:stop]).sum())
+    if info.classes is not None:
+        bad = [v for v in labels if not 0 <= v < len(info.classes)]
+        if bad:
+            raise InputError(
+                f"{info.path}: dataset 'y' holds index {bad[0]}, but attribute 'classes' lists "
+                f"{len(info.classes)} values (indices 0..{len(info.classes) - 1})"
+            )
+        classes = list(info.classes)
+        label_counts = {_labels.text(classes[k]): labels[k] for k in range(len(classes)) if k in labels}
+    else:
+        classes = sorted(labels)
+        label_counts = {_labels.text(k): v for k, v in sorted(labels.items())}
     out = {
         "file": info.path,
         "n": info.n,
         "d": info.d,
         "X_dtype": str(info.x_dtype),
         "y_dtype": str(info.y_dtype),
-        "labels": {str(k): v for k, v in sorted(labels.items())},
+        "labels": label_counts,
+        "classes": classes,
+        "n_classes": len(classes),
         "missing_values": missing,
     }
     if info.has_domain:
@@ -334,7 +507,7 @@ def summarize(path: str | os.PathLike, chunk_rows: int = 1 << 18) -> dict:
         }
     if info.feature_names:
         out["feature_names"] = info.feature_names
-    extra = {k: v for k, v in info.attrs.items() if k not in ("feature_names", "domain_names")}
+    extra = {k: v for k, v in info.attrs.items() if k not in ("feature_names", "domain_names", _labels.CLASSES_ATTR)}
     if extra:
         out["attrs"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in extra.items()}
     return out

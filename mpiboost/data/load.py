@@ -15,7 +15,8 @@ from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import CollectiveError, InputError
+from . import labels as lab
 from .binning import DEFAULT_SAMPLE, MAX_VALUE_BINS, BinMapper, fit_edges, sample_rows
 from .format import FileInfo, inspect
 
@@ -73,11 +74,16 @@ class Shard:
     domain_counts: Optional[np.ndarray] = None
     timings: dict = field(default_factory=dict)  # seconds: read, bin_edges, bin
     X: Optional[np.ndarray] = None  # (n_local, d) raw values (load_raw only)
-    q_extra: Optional[tuple] = None  # (X, domain) of extra rows for the domain classifier only
+    classes: Optional[list] = None  # the label values of the classes (y codes index them); None: -1/+1
+    extra: dict = field(default_factory=dict)  # further inputs of an algorithm, e.g. {"q_data": (X, domain)}
 
     @property
     def n_local(self) -> int:
         return int(self.y.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes) if self.classes is not None else 2
 
     @property
     def d(self) -> int:
@@ -135,20 +141,9 @@ def iter_block(
                 yield int(g), fi, r0, arrays
 
 
-def _check_labels(y: np.ndarray, task: str, path: str, row0: int) -> None:
-    if task == "binary":
-        bad = np.nonzero((y != 1) & (y != -1))[0]
-        if bad.size:
-            r = bad[0]
-            raise InputError(
-                f"{path}: dataset 'y' row {row0 + r}: label {y[r]} is not -1 or +1 "
-                f"({bad.size} such rows in this chunk; binary labels must be -1/+1)"
-            )
-    elif task == "multiclass":
-        bad = np.nonzero(y < 0)[0]
-        if bad.size:
-            r = bad[0]
-            raise InputError(f"{path}: dataset 'y' row {row0 + r}: class label {y[r]} is negative (expected 0..K-1)")
+def _bad_label(path: str, row: int, value, classes) -> InputError:
+    shown = ", ".join(map(str, classes[:8])) + (", ..." if len(classes) > 8 else "")
+    return InputError(f"{path}: dataset 'y' row {row}: label {value} is not one of the classes ({shown})")
 
 
 def _check_features(X: np.ndarray, path: str, row0: int) -> None:
@@ -194,16 +189,38 @@ def _domain_mode(files: Sequence[FileInfo], domains: str) -> str:
     return domains
 
 
-def _read_targets(comm, files, layout, start, stop, task, mode) -> tuple[np.ndarray, np.ndarray]:
+def _read_targets(comm, files, layout, start, stop, task, mode, classes=None) -> tuple[np.ndarray, np.ndarray, list]:
+    """This rank's labels (as class codes, see :mod:`.labels`) and domain ids; the class list.
+
+    ``classes`` given: rows must hold one of them (validation, evaluation);
+    otherwise the class list is the union of every rank's label values.
+    """
     n_local = stop - start
-    y = np.empty(n_local, dtype=np.int8 if task == "binary" else np.int32)
+    raw = np.empty(n_local, dtype=np.int64)
     domain = np.zeros(n_local, dtype=np.int32)
+    segments = []  # (slice, file index, first file row)
+    seen: set = set()
     with comm.collective_guard():
         for g, fi, r0, arr in iter_block(files, start, stop, what=("y", "domain"), chunk_rows=1 << 20):
             s = slice(g - start, g - start + len(arr["y"]))
-            if task is not None:
-                _check_labels(arr["y"], task, files[fi].path, r0)
-            y[s] = arr["y"]
+            raw[s] = arr["y"]
+            segments.append((s, fi, r0))
+            info = files[fi]
+            fc = getattr(info, "classes", None)
+            if fc is not None:
+                bad = np.nonzero((arr["y"] < 0) | (arr["y"] >= len(fc)))[0]
+                if bad.size:
+                    raise InputError(
+                        f"{info.path}: dataset 'y' row {r0 + bad[0]}: {arr['y'][bad[0]]} is not an index into "
+                        f"the file's {len(fc)} classes"
+                    )
+            if task is not None and classes is None:
+                seen.update(lab.values_of(arr["y"], fc))
+                if len(seen) > lab.MAX_CLASSES:
+                    raise InputError(
+                        f"{info.path}: more than {lab.MAX_CLASSES} distinct labels by row {r0 + len(arr['y'])}: "
+                        "are these class labels?"
+                    )
             if mode == "file":
                 domain[s] = fi
             elif mode == "column":
@@ -214,10 +231,37 @@ def _read_targets(comm, files, layout, start, stop, task, mode) -> tuple[np.ndar
                         f"{files[fi].path}: dataset 'domain' row {r0 + bad[0]}: id {dom[bad[0]]} is negative"
                     )
                 domain[s] = dom
-    return y, domain
+    if task is None:
+        return raw.astype(np.int32), domain, list(classes) if classes is not None else None
+    if classes is None:
+        every = comm.allgather(sorted(seen, key=lambda v: (isinstance(v, str), v))) if comm.size > 1 else [seen]
+        try:
+            classes = lab.canonical(v for part in every for v in part)
+        except ValueError as exc:
+            raise CollectiveError(f"{', '.join(f.path for f in files)}: {exc}") from None
+        if len(classes) > lab.MAX_CLASSES:
+            raise CollectiveError(f"the labels hold {len(classes)} classes; at most {lab.MAX_CLASSES} are allowed")
+    codes = np.empty(n_local, dtype=np.int32)
+    with comm.collective_guard():
+        for s, fi, r0 in segments:
+            fc = getattr(files[fi], "classes", None)
+            codes[s] = lab.lookup(raw[s], fc, classes)
+            bad = np.nonzero(codes[s] < 0)[0]
+            if bad.size:
+                v = raw[s][bad[0]]
+                raise _bad_label(files[fi].path, r0 + bad[0], fc[v] if fc is not None else v, classes)
+    if task == "binary":
+        if len(classes) != 2:
+            shown = ", ".join(map(str, classes[:8])) + (", ..." if len(classes) > 8 else "")
+            raise CollectiveError(
+                f"{', '.join(f.path for f in files)}: binary labels need exactly two classes, these files hold "
+                f"{len(classes)} ({shown})"
+            )
+        return lab.signed(codes), domain, classes
+    return codes, domain, classes
 
 
-def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None) -> Shard:
+def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None, classes=None) -> Shard:
     n_domains = len(files) if mode == "file" else (int(comm.allreduce_max(int(domain.max()) if domain.size else -1)) + 1)
     n_domains = max(n_domains, 1)
     dcounts = comm.allreduce_int(np.bincount(domain, minlength=n_domains).astype(np.int64))
@@ -229,14 +273,9 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
         names = files[0].domain_names
     labels: dict = {}
     if task is not None:
-        if task == "binary":
-            keys = np.array([-1, 1])
-            local = np.array([(y == -1).sum(), (y == 1).sum()], dtype=np.int64)
-        else:
-            k = int(comm.allreduce_max(int(y.max()) if y.size else -1)) + 1
-            keys = np.arange(k)
-            local = np.bincount(y, minlength=k).astype(np.int64)
-        labels = dict(zip(keys.tolist(), comm.allreduce_int(local).tolist()))
+        index = (y == 1).astype(np.int64) if task == "binary" else y
+        local = np.bincount(index, minlength=len(classes)).astype(np.int64)
+        labels = dict(zip(classes, comm.allreduce_int(local).tolist()))
     return Shard(
         cols=cols,
         X=X,
@@ -252,6 +291,7 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
         domain_names=names,
         label_counts=labels,
         domain_counts=dcounts,
+        classes=classes,
     )
 
 
@@ -269,6 +309,7 @@ def load(
     paths: Sequence[str | os.PathLike],
     *,
     task: Optional[str] = "binary",
+    classes: Optional[Sequence] = None,
     domains: str = "auto",
     dedicated_coordinator: bool = False,
     bins: Optional[BinMapper] = None,
@@ -286,8 +327,14 @@ def load(
     paths
         Data files; their rows are concatenated in order.
     task
-        ``"binary"`` (labels -1/+1), ``"multiclass"`` (0..K-1) or ``None``
-        (labels not checked, e.g. for prediction).
+        How ``Shard.y`` holds the labels (:mod:`mpiboost.data.labels`):
+        ``"binary"`` (two classes, as -1/+1), ``"multiclass"`` (class indices
+        0..K-1, any number of classes) or ``None`` (labels not checked, e.g.
+        for prediction).
+    classes
+        The class list the labels must belong to (a model's, for validation
+        and evaluation data); ``None`` makes it the union of the files'
+        label values (``Shard.classes``).
     domains
         ``"auto"``: one domain per file if several files, else the ``domain``
         dataset if present, else a single domain. ``"file"``, ``"column"``,
@@ -313,7 +360,7 @@ def load(
     t0 = clock()
     files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
     mode = _domain_mode(files, domains)
-    y, domain = _read_targets(comm, files, layout, start, stop, task, mode)
+    y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode, classes)
     d = files[0].d
     t_edges = 0.0
     if bins is None:
@@ -352,7 +399,7 @@ def load(
             t_bin += clock() - t1
             if raw is not None:
                 raw[g - start : g - start + X.shape[0]] = X
-    shard = _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=raw)
+    shard = _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=raw, classes=classes)
     total = clock() - t0
     shard.timings = {"read": total - t_edges - t_bin, "bin_edges": t_edges, "bin": t_bin, "load": total}
     return shard
@@ -369,11 +416,11 @@ def load_raw(
     """Collective: like :func:`load` but keep this rank's raw feature values (no binning)."""
     files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
     mode = _domain_mode(files, domains)
-    y, domain = _read_targets(comm, files, layout, start, stop, task, mode)
+    y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode)
     dtype = np.result_type(*[f.x_dtype for f in files])
     X = np.empty((stop - start, files[0].d), dtype=dtype)
     with comm.collective_guard():
         for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
             _check_features(arr["X"], files[fi].path, r0)
             X[g - start : g - start + arr["X"].shape[0]] = arr["X"]
-    return _shard(comm, files, layout, None, y, domain, start, mode, None, task, X=X)
+    return _shard(comm, files, layout, None, y, domain, start, mode, None, task, X=X, classes=classes)

@@ -22,34 +22,56 @@ import numpy as np
 from .._ext import _histogram, _weights
 from ..protocol import FIXED_SHIFT
 
+MISSING_BIN = 255  # the bin of missing values (cython_ext/_typedefs.pxd)
+
 PACKED_SIZE = 5  # feature, bin, left, missing_left, error seen by the learner
 
 
 @dataclass(frozen=True)
 class Stump:
-    """``h(x) = left if bin(x[feature]) <= bin else -left``; missing values go
-    left iff ``missing_left``; ``feature == -1`` is the constant ``left``."""
+    """``h(x) = left if bin(x[feature]) <= bin else right``; missing values go
+    left iff ``missing_left``; ``feature == -1`` is the constant ``left``.
+
+    A binary stump predicts ``left`` in {-1, +1} and ``right = -left`` (``right``
+    is None); a class stump (``right`` given) predicts class indices.
+    """
 
     feature: int
     bin: int
     left: int
     missing_left: bool = False
+    right: Optional[int] = None
+
+    @property
+    def right_value(self) -> int:
+        return -self.left if self.right is None else self.right
 
     def column(self, cols: np.ndarray) -> np.ndarray:
         """The binned column the stump reads (any column for the constant)."""
         return cols[max(self.feature, 0)]
 
     def args(self) -> tuple[int, int, bool]:
-        """(bin, left, missing_left) for the column kernels; the constant sends every bin left."""
+        """(bin, left, missing_left) for the binary column kernels; the constant sends every bin left."""
         if self.feature < 0:
-            return 255, self.left, True
+            return MISSING_BIN, self.left, True
         return self.bin, self.left, self.missing_left
 
+    def class_args(self) -> tuple[int, int, int, bool]:
+        """(bin, left, right, missing_left) for the class-stump kernels."""
+        if self.feature < 0:
+            return MISSING_BIN, self.left, self.left, True
+        return self.bin, self.left, self.right_value, self.missing_left
+
     def predict(self, cols: np.ndarray) -> np.ndarray:
-        """h(x) in {-1, +1} for feature-major bins ``cols`` (d, n)."""
+        """h(x) for feature-major bins ``cols`` (d, n): -1/+1 (int8), or class indices (int32)."""
+        if self.right is not None:
+            from .._ext import _multiclass
+
+            out = np.empty(cols.shape[1], dtype=np.int32)
+            _multiclass.class_stump_predict(self.column(cols), *self.class_args(), out)
+            return out
         out = np.empty(cols.shape[1], dtype=np.int8)
-        if cols.shape[1]:
-            _weights.stump_predict(self.column(cols), *self.args(), out)
+        _weights.stump_predict(self.column(cols), *self.args(), out)
         return out
 
 
@@ -87,6 +109,9 @@ class StumpLearner:
     start
         Global id of this rank's first row.
     """
+
+    output = "sign"  # the ensemble votes sign(sum_t coef_t h_t(x))
+    reduces = "per (feature, bin): signed weight sums w*y, int64 fixed point"
 
     def __init__(self, mode: str, proto, cols: np.ndarray, y: np.ndarray, n_bins: np.ndarray, n_samples: int, start: int = 0):
         if mode not in ("sample", "histogram"):
@@ -140,3 +165,14 @@ class StumpLearner:
         if self.mode == "sample":
             return Choice(stump, sample_error=float(v[4]))
         return Choice(stump, hist_error=float(v[4]))
+
+    def error_terms(self, stump: Stump, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """This rank's exact terms of the weight ``stump`` gets right and wrong."""
+        return _weights.error_terms(stump.column(self.cols), self.y, w, *stump.args())
+
+    def update(self, w: np.ndarray, margin: np.ndarray, stump: Stump, factor_correct: float, factor_wrong: float,
+               coef: float) -> tuple[int, float]:
+        """Reweight the rows and add ``coef h`` to their margins: (this rank's training errors, largest weight)."""
+        return _weights.apply_stump(
+            w, margin, stump.column(self.cols), self.y, *stump.args(), factor_correct, factor_wrong, coef
+        )

@@ -14,9 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import median_time  # noqa: E402
 
 from mpiboost._ext import _openmp
 from mpiboost.data.binning import MISSING_BIN, BinMapper, edges_from_counts, local_distinct, merge_distinct
@@ -31,15 +35,6 @@ def numpy_reference(X: np.ndarray, mapper: BinMapper) -> np.ndarray:
         if col.dtype.kind == "f":
             out[np.isnan(col), j] = MISSING_BIN
     return out
-
-
-def median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def bench(name: str, X: np.ndarray, repeat: int, threads: list[int]) -> dict:

@@ -13,25 +13,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchutil import median_time  # noqa: E402
 
 from mpiboost._ext import _exact, _histogram, _openmp, _weights
 from mpiboost.comm import Comm, _mpi
 from mpiboost.data.synth import longservedio
 from mpiboost.protocol import Protocol, fixed_point
-
-
-def median_time(fn, repeat: int, setup=None) -> float:
-    times = []
-    for _ in range(repeat):
-        if setup:
-            setup()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def main() -> None:

@@ -44,3 +44,21 @@ def make_workdir(workdir: str) -> None:
     if workdir_abs == repo or workdir_abs.startswith(repo + os.sep):
         sys.exit(f"--workdir {workdir} is inside the repository; use a directory outside it")
     os.makedirs(workdir, exist_ok=True)
+
+
+def median_time(fn, repeat: int, setup=None, warm: bool = False) -> float:
+    """Median wall time of ``fn()`` over ``repeat`` calls (``setup()`` untimed before each; ``warm``: one untimed call first)."""
+    import time
+
+    import numpy as np
+
+    if warm:
+        fn()
+    times = []
+    for _ in range(repeat):
+        if setup:
+            setup()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))

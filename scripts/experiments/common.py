@@ -24,6 +24,8 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
+# The public data sets (see docs/data.md for the files): $MPIBOOST_DATASETS, else datasets/ in the repository.
+DATASETS = Path(os.environ.get("MPIBOOST_DATASETS") or REPO / "datasets")
 DEFAULT_WORKDIR = Path(os.environ.get("MPIBOOST_EXP_DIR", "/tmp/mpiboost-exp"))
 MPIBOOST = [sys.executable, "-m", "mpiboost"]
 

@@ -68,7 +68,7 @@ LABEL = {**PAPER_LABEL, "fedmultiboost": "FedMultiBoost"}
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=["adult", "sentiment"], choices=["adult", "sentiment"])
-    p.add_argument("--data-dir", type=Path, default=C.REPO.parent / "shared" / "datasets")
+    p.add_argument("--data-dir", type=Path, default=C.DATASETS)
     p.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
     p.add_argument("--folds", type=int, default=10, help="Adult: cross-validation folds")
     p.add_argument("--use-folds", type=int, nargs="+", help="Adult: run only these folds (0-based)")

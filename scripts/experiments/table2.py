@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """SmoothBoost paper, Table 2: real data, random 4/5 train - 1/5 test splits.
 
-Datasets (from --data-dir, default ../shared/datasets next to the repository):
+Datasets (from --data-dir, default $MPIBOOST_DATASETS or datasets/ in the repository):
 a9a (``a9a`` + ``a9a.t`` merged, 123 features), ijcnn1 (``ijcnn1.bz2`` +
 ``ijcnn1.tst.bz2`` merged, 22 features) and cod-rna (``cod-rna.txt``, the
 59,535-row training part only; whitespace CSV, label in column 0). Each file
@@ -55,7 +55,7 @@ ALGOS = {"adaboost": "Dist.AdaBoost", "smoothboost": "Dist.SmoothBoost"}
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
-    p.add_argument("--data-dir", type=Path, default=C.REPO.parent / "shared" / "datasets")
+    p.add_argument("--data-dir", type=Path, default=C.DATASETS)
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="split and training seeds")
     p.add_argument("--max-rows", type=int, help="use a random subset of this many rows per dataset (smoke tests)")
     p.add_argument("--rounds", type=int, default=100)

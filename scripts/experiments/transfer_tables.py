@@ -60,8 +60,8 @@ PAIRS = [("msdtra", "mstra"), ("mstra", "dtradaboost"), ("msdtra", "adaboost"), 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=["synth", "amazon"], choices=["synth", "amazon"])
-    p.add_argument("--data-dir", type=Path, default=C.REPO.parent / "shared" / "datasets",
-                   help="the directory holding amazon-multidomain-sentiment/ (default: ../shared/datasets)")
+    p.add_argument("--data-dir", type=Path, default=C.DATASETS,
+                   help="the directory holding amazon-multidomain-sentiment/ (default: $MPIBOOST_DATASETS or datasets/)")
     p.add_argument("--rounds", type=int, default=50)
     p.add_argument("--reps", type=int, default=10, help="synthetic repetitions")
     p.add_argument("--amazon-reps", type=int, default=10, help="Amazon repetitions")

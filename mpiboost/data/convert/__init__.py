@@ -1,9 +1,20 @@
 """Convert LIBSVM, CSV or Amazon review text files to an mpiboost HDF5 data file.
 
+Labels (LIBSVM and CSV) are kept as you have them: if every label of the
+file reads as a number the labels are numbers ("1", "+1" and "1.0" are one
+class), otherwise every label is its text (stripped, after --label-strip).
+Integer labels are stored as they are in y (-1/+1 stays -1/+1, 0/1 stays 0/1,
+1..7 stays 1..7); any other labels (text, or numbers such as 2.5) are stored
+as indices into the file's attribute `classes`, the class list in canonical
+order (numbers ascending, text by code point). At most 256 distinct labels
+(more is an error at the first label beyond the cap: usually the wrong label
+column). Empty labels (and ?, NA, NaN, nan) are errors. --positive-label V
+instead maps the label V to +1 and every other label to -1 (one-vs-rest;
+CSV compares text, LIBSVM compares numbers).
+
 LIBSVM (--format libsvm): one row per line, `label idx:val idx:val ...`, with
 1-based feature indices; absent entries are 0. `#` starts a comment; blank
-lines are skipped. Labels +1/-1 or 1/0 (written as 1, +1, 1.0, -1, 0 ...)
-become +1/-1. Without --n-features a first pass finds the largest index.
+lines are skipped. Without --n-features a first pass finds the largest index.
 
 CSV (--format csv): a header row unless --no-header; --delimiter (default ",";
 "whitespace" or " " for any run of spaces and tabs, "tab" for tabs). Spaces
@@ -14,13 +25,14 @@ a file without a header (with --no-header) or replaces the file's header.
 whose first non-blank character is C (e.g. '|' for adult.test's banner).
 The label is the first column unless --label-column names another (a name or
 a 0-based index, negative counts from the end). Empty, ?, NA, NaN and nan are
-missing values (NaN). Every other column is a numeric feature, unless it is
-categorical.
+missing values (NaN). --drop-columns C1,C2 (names or indices, like
+--label-column) ignores those columns entirely, e.g. an id column; they may
+not be the label or the domain column. Every other column is a numeric
+feature, unless it is categorical.
 
-  Labels: --positive-label V maps the label V to +1 and every other label to
-  -1 (for multiclass or text labels; CSV compares text, LIBSVM compares
-  numbers). --label-strip CHARS removes these characters from both ends of
-  every label (and of V) first: --label-strip . makes '>50K.' match '>50K'.
+  Labels: --label-strip CHARS removes these characters from both ends of
+  every label (and of --positive-label V) first: --label-strip . makes the
+  test file's '>50K.' the same class as the training file's '>50K'.
 
   Categorical columns: --categorical C1,C2 (names or indices) or
   --categorical auto (every feature column with a value that is not a
@@ -112,6 +124,7 @@ _CSV_ONLY = (
     ("--max-categories", "max_categories"),
     ("--domain-map", "domain_map"),
     ("--keep-domain-feature", "keep_domain_feature"),
+    ("--drop-columns", "drop_columns"),
 )
 _AMAZON_ONLY = (
     ("--vocab-size", "vocab_size"),
@@ -144,7 +157,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--positive-label",
         metavar="V",
-        help="label mapped to +1, every other label to -1 (default: labels must be +1/-1 or 1/0)",
+        help="label mapped to +1, every other label to -1 (default: the labels are kept as they are, "
+        "up to 256 classes)",
     )
     csv_opts = parser.add_argument_group("CSV options")
     csv_opts.add_argument(
@@ -152,6 +166,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     csv_opts.add_argument(
         "--domain-column", metavar="C", help="domain column: name or 0-based index (default: none)"
+    )
+    csv_opts.add_argument(
+        "--drop-columns", metavar="C1,C2",
+        help="columns to ignore entirely (names or 0-based indices, e.g. an id column)",
     )
     csv_opts.add_argument("--no-header", action="store_true", default=None,
                           help="the first line is data, not column names")
@@ -274,6 +292,7 @@ def run(args: argparse.Namespace) -> int:
             max_categories=args.max_categories if args.max_categories is not None else 1000,
             domain_map=args.domain_map,
             keep_domain_feature=bool(args.keep_domain_feature),
+            drop_columns=args.drop_columns,
         )
     else:
         given = [opt for opt, value in (("--n-features", args.n_features), ("--positive-label", args.positive_label))

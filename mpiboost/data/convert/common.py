@@ -11,6 +11,7 @@ import numpy as np
 
 from ...atomic import atomic_path
 from ...errors import InputError
+from .. import labels as _labels
 
 CHUNK_ROWS = 1 << 16
 # Cap on one dense chunk, so a wide file (many features) streams in fewer rows
@@ -40,8 +41,10 @@ class ConvertResult:
         Rows and features written.
     x_dtype : str
         dtype of ``X``.
-    label_counts : dict[int, int]
-        Rows per label (-1 and +1).
+    label_counts : dict
+        Rows per label value (int, float or str) in class order: -1 and +1
+        with --positive-label (and for Amazon reviews), else every class
+        present.
     n_domains : int or None
         Distinct domain ids, or None without a domain column.
     seconds : float
@@ -63,7 +66,11 @@ class ConvertResult:
 
     def summary(self) -> str:
         """One human-readable line about the conversion."""
-        labels = " / ".join(f"{k:+d}: {v:,}" for k, v in sorted(self.label_counts.items()))
+        items = list(self.label_counts.items())
+        shown = items if len(items) <= 12 else items[:10]
+        labels = " / ".join(f"{_labels.text(k)}: {v:,}" for k, v in shown)
+        if len(items) > len(shown):
+            labels += f" / ... ({len(items)} classes)"
         doms = f", {self.n_domains} domain{'s' * (self.n_domains != 1)}" if self.n_domains is not None else ""
         if self.domain_counts and len(self.domain_counts) <= 12:
             doms += " (" + ", ".join(f"{k}: {v:,}" for k, v in self.domain_counts.items()) + ")"
@@ -89,18 +96,38 @@ class _BadRow(Exception):
 
 
 
-class _LabelMap:
-    """Label tokens to -1/+1, caching every distinct token seen."""
+# Label tokens that mean "no label" (the missing-value tokens of CSV features).
+LABEL_MISSING = frozenset({"", "?", "NA", "NaN", "nan"})
+# Distinct label spellings one conversion keeps (all-number files may spell one
+# class several ways, "1", "1.0", "+1"; beyond this something is wrong).
+_LABEL_TOKENS_MAX = 1 << 16
 
-    def __init__(self, positive: Optional[str], numeric: bool, strip: Optional[str] = None):
+
+class _LabelMap:
+    """Label tokens to codes, caching every distinct token seen.
+
+    With ``positive`` (--positive-label V) the codes are the final labels:
+    +1 for V, -1 for every other label. Without it the labels are kept as the
+    user has them: every distinct (stripped) token gets a *provisional* code
+    in order of first appearance, and :meth:`resolve` decides at the end what
+    the classes are (:func:`mpiboost.data.labels.classes_from_tokens`) and
+    what ``y`` holds for each code. More than ``labels.MAX_CLASSES`` classes
+    is an error at the first label beyond the cap; ``hint`` ends its message.
+    """
+
+    def __init__(self, positive: Optional[str], numeric: bool, strip: Optional[str] = None, hint: str = ""):
         self._cache: dict[str, int] = {}
         # --label-strip: characters removed from both ends of every label (and of V).
         self._strip = strip or None
         self._positive = None if positive is None else self._clean(positive)
         self._numeric = numeric
         self._pos_value = None
-        self._negative: Optional[float] = None  # -1.0 or 0.0, whichever the file uses
+        self._hint = hint
         self.matched = False
+        # Provisional codes (no --positive-label): cleaned token -> code, and what decides the class count.
+        self._tokens: dict[str, int] = {}
+        self._numbers: set = set()
+        self._text = False
         if self._positive is not None and numeric:
             try:
                 self._pos_value = float(self._positive)
@@ -108,6 +135,15 @@ class _LabelMap:
                 raise InputError(
                     f"--positive-label {positive!r}: LIBSVM labels are numbers, so the positive label must be one"
                 ) from None
+
+    @property
+    def deferred(self) -> bool:
+        """True if the codes are provisional (no --positive-label): see :meth:`resolve`."""
+        return self._positive is None
+
+    @property
+    def code_dtype(self) -> np.dtype:
+        return np.dtype(np.int32) if self.deferred else np.dtype(np.int8)
 
     def _clean(self, token: str) -> str:
         token = token.strip()
@@ -122,28 +158,10 @@ class _LabelMap:
 
     def lookup(self, token: str) -> int:
         """Map one token; raises ``_Invalid`` when it is not a label."""
-        hint = "use --positive-label VALUE to map VALUE to +1 and every other label to -1"
-        text = self._clean(token) if self._strip else token
         if self._positive is None:
-            try:
-                v = float(text)
-            except ValueError:
-                raise _Invalid(f"label '{token}' is not a number; binary labels are +1/-1 or 1/0 ({hint})") from None
-            if v == 1.0:
-                out = 1
-            elif v == -1.0 or v == 0.0:
-                if self._negative is None:
-                    self._negative = v
-                elif self._negative != v:
-                    # -1, 0 and 1 together are three classes, not a binary file.
-                    raise _Invalid(
-                        f"label '{token}': the file uses both -1 and 0 as labels, "
-                        f"so it has more than two classes ({hint})"
-                    )
-                out = -1
-            else:
-                raise _Invalid(f"label '{token}' is not a binary label (+1/-1 or 1/0); {hint}")
+            out = self._provisional(token)
         elif self._numeric:
+            text = self._clean(token) if self._strip else token
             try:
                 v = float(text)
             except ValueError:
@@ -157,21 +175,78 @@ class _LabelMap:
             self._cache[token] = out
         return out
 
+    def _provisional(self, token: str) -> int:
+        text = self._clean(token)
+        code = self._tokens.get(text)
+        if code is not None:
+            return code
+        if text in LABEL_MISSING:
+            what = "empty" if not text else f"'{text}', a missing value"
+            raise _Invalid(f"the label is {what}: every row needs a label (drop the rows without one)")
+        value = _labels.parse_token(text)
+        is_text = self._text or isinstance(value, str)
+        numbers = self._numbers if is_text else self._numbers | {value}
+        n_classes = len(self._tokens) + 1 if is_text else len(numbers)
+        if n_classes > _labels.MAX_CLASSES or len(self._tokens) >= _LABEL_TOKENS_MAX:
+            raise _Invalid(f"label '{text}': more than {_labels.MAX_CLASSES} distinct labels{self._hint}")
+        code = self._tokens[text] = len(self._tokens)
+        self._numbers, self._text = numbers, is_text
+        return code
+
+    def resolve(self) -> "_Resolved":
+        """The classes of the tokens seen and ``y`` of every provisional code."""
+        tokens = list(self._tokens)  # in code order
+        classes, index = _labels.classes_from_tokens(tokens)
+        if _labels.stores_as_values(classes):
+            table = np.asarray([classes[i] for i in index], dtype=np.int64)
+            file_classes = None
+        else:
+            table = index
+            file_classes = classes
+        return _Resolved(classes, index, table, _labels.y_dtype(classes), file_classes)
+
+
+@dataclass
+class _Resolved:
+    """What :meth:`_LabelMap.resolve` decided."""
+
+    classes: list  # the class values, canonical order
+    index: np.ndarray  # class index of every provisional code
+    table: np.ndarray  # y of every provisional code (the value itself, or the class index)
+    y_dtype: np.dtype
+    file_classes: Optional[list]  # the classes attribute to write, or None (y holds the values)
+
 
 class _Counts:
-    """Running label counts of the rows written."""
+    """Running label counts of the rows written (of -1/+1, or of provisional codes)."""
 
-    def __init__(self) -> None:
+    def __init__(self, deferred: bool = False) -> None:
+        self.deferred = deferred
         self.pos = 0
         self.neg = 0
+        self.codes = np.zeros(0, dtype=np.int64)
 
     def add(self, y: np.ndarray) -> None:
+        if self.deferred:
+            if y.size:
+                c = np.bincount(np.asarray(y, dtype=np.intp))
+                if c.size < self.codes.size:
+                    c = np.pad(c, (0, self.codes.size - c.size))
+                c[: self.codes.size] += self.codes
+                self.codes = c
+            return
         p = int(np.count_nonzero(y == 1))
         self.pos += p
         self.neg += int(y.size) - p
 
-    def as_dict(self) -> dict:
-        return {-1: self.neg, 1: self.pos}
+    def as_dict(self, resolved: "Optional[_Resolved]" = None) -> dict:
+        """Rows per label value: -1 and +1, or (with ``resolved``) each class present, in class order."""
+        if not self.deferred:
+            return {-1: self.neg, 1: self.pos}
+        assert resolved is not None
+        per_class = np.zeros(len(resolved.classes), dtype=np.int64)
+        np.add.at(per_class, resolved.index[: self.codes.size], self.codes[: resolved.index.size])
+        return {v: int(c) for v, c in zip(resolved.classes, per_class.tolist()) if c}
 
 
 class _DomainCounts:

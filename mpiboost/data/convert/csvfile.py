@@ -48,6 +48,7 @@ from .domainmap import _DomainMap
 from .source import _Progress, _Source
 
 _INT_RE = re.compile(r"[+-]?[0-9]+")
+CAP_HINT = ": is the label column right? see --label-column"
 UNKNOWN_POLICIES = ("zero", "missing", "error")
 MAX_CATEGORIES = 1000
 
@@ -249,6 +250,7 @@ class _CsvParser:
         keep_domain: bool = False,
         unknown: str = "zero",
         categories_source: Optional[str] = None,
+        drop: Iterable[int] = (),
     ):
         self.name = name
         self.ncols = ncols
@@ -262,7 +264,10 @@ class _CsvParser:
         self.labels = labels
         self.dtype = dtype
         self.vmax = _value_max(dtype)
-        self.features = [c for c in range(ncols) if c != label and (c != domain or keep_domain)]
+        dropped = set(drop)
+        self.features = [
+            c for c in range(ncols) if c != label and (c != domain or keep_domain) and c not in dropped
+        ]
         self.cat = {c: _CategoryColumn(key, values) for c, (key, values) in (categorical or {}).items()}
         self.unknown = unknown
         self.categories_source = categories_source
@@ -315,7 +320,7 @@ class _CsvParser:
         if min(map(len, rows)) != self.ncols or max(map(len, rows)) != self.ncols:
             raise _Retry
         try:
-            y = np.asarray(self.labels.map_all(list(map(self._get_label, rows))), dtype=np.int8)
+            y = np.asarray(self.labels.map_all(list(map(self._get_label, rows))), dtype=self.labels.code_dtype)
         except _Invalid:
             raise _Retry from None
         dom = None
@@ -464,7 +469,11 @@ class _ReadOptions:
 
 
 def _feature_columns(
-    t: _Table, label_column: Optional[ColumnSpec], domain_column: Optional[ColumnSpec], keep_domain: bool
+    t: _Table,
+    label_column: Optional[ColumnSpec],
+    domain_column: Optional[ColumnSpec],
+    keep_domain: bool,
+    drop: Optional[Sequence[ColumnSpec]] = None,
 ) -> tuple[int, Optional[int], list[int]]:
     label = t.resolve(0 if label_column is None else label_column, "--label-column")
     domain = None
@@ -472,18 +481,43 @@ def _feature_columns(
         domain = t.resolve(domain_column, "--domain-column")
         if domain == label:
             raise InputError(f"{t.where}: --label-column and --domain-column are the same column")
-    return label, domain, [c for c in range(t.ncols) if c != label and (c != domain or keep_domain)]
+    dropped = _dropped_columns(t, drop, label, domain)
+    features = [c for c in range(t.ncols) if c != label and (c != domain or keep_domain) and c not in dropped]
+    return label, domain, features
+
+
+def _dropped_columns(
+    t: _Table, drop: Optional[Sequence[ColumnSpec]], label: int, domain: Optional[int]
+) -> set[int]:
+    """Columns ``--drop-columns`` lists (neither features nor labels)."""
+    out: set[int] = set()
+    for s in drop or ():
+        c = t.resolve(s, "--drop-columns")
+        if c == label:
+            raise InputError(f"{t.where}: --drop-columns {s}: column {t.label(c)} is the label column")
+        if c == domain:
+            raise InputError(f"{t.where}: --drop-columns {s}: column {t.label(c)} is the domain column")
+        out.add(c)
+    return out
 
 
 def _categorical_columns(
-    t: _Table, spec: list[str], label: int, domain: Optional[int], keep_domain: bool
+    t: _Table,
+    spec: list[str],
+    label: int,
+    domain: Optional[int],
+    keep_domain: bool,
+    dropped: Iterable[int] = (),
 ) -> dict[str, int]:
     """Key -> column of the columns ``--categorical`` lists."""
     out: dict[str, int] = {}
+    dropped = set(dropped)
     for s in spec:
         c = t.resolve(s, "--categorical")
         if c == label:
             raise InputError(f"{t.where}: --categorical {s}: column {t.label(c)} is the label column")
+        if c in dropped:
+            raise InputError(f"{t.where}: --categorical {s}: column {t.label(c)} is dropped (--drop-columns)")
         if c == domain and not keep_domain:
             raise InputError(
                 f"{t.where}: --categorical {s}: column {t.label(c)} is the domain column, which is not a feature "
@@ -502,19 +536,21 @@ def _collect_categories(
     keep_domain: bool,
     max_categories: int,
     limit: Optional[int],
+    drop: Optional[Sequence[ColumnSpec]] = None,
 ) -> dict[str, list[str]]:
     """Pass 1: the sorted categories of the categorical columns, over ``sources``."""
     collector: Optional[_Collector] = None
     for path in sources:
         with opts.source(path) as src, _Progress(src, "categories"):
             t = opts.open(src)
-            label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain)
+            label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain, drop)
             if collector is None:
                 if spec == "auto":
                     collector = _Collector({}, {t.key(c): c for c in features}, max_categories)
                 else:
+                    dropped = _dropped_columns(t, drop, label, domain)
                     collector = _Collector(
-                        _categorical_columns(t, spec, label, domain, keep_domain), {}, max_categories
+                        _categorical_columns(t, spec, label, domain, keep_domain, dropped), {}, max_categories
                     )
             else:
                 collector.rebind({k: t.find_key(k, "categorical") for k in collector.cols})
@@ -557,6 +593,7 @@ def convert_csv(
     max_categories: int = MAX_CATEGORIES,
     domain_map: Optional[str] = None,
     keep_domain_feature: bool = False,
+    drop_columns: Union[None, str, Sequence[ColumnSpec]] = None,
 ) -> ConvertResult:
     """Convert a delimited text file (one row per record) to an HDF5 data file.
 
@@ -579,8 +616,14 @@ def convert_csv(
         no ``domain`` dataset. The domain column is not a feature unless
         ``keep_domain_feature``.
     positive_label : str, optional
-        Label text mapped to +1 (all others to -1). Without it the labels must
-        be +1/-1 or 1/0.
+        Label text mapped to +1 (all others to -1). Without it the labels are
+        kept as they are (see :func:`mpiboost.data.labels.classes_from_tokens`):
+        if every label reads as a number the labels are numbers (``1``,
+        ``+1`` and ``1.0`` are one class), else each is its (stripped) text;
+        integer labels are written as ``y`` itself (-1/+1, 0/1, 1..7 ...),
+        anything else as indices into the ``classes`` attribute (the class
+        list in canonical order). At most ``labels.MAX_CLASSES`` distinct
+        labels; empty labels (and ``?``, ``NA``, ``NaN``, ``nan``) are errors.
     n_features : int, optional
         Expected number of features written (after one-hot encoding; a check only).
     dtype : {"float32", "float64"}
@@ -626,6 +669,10 @@ def convert_csv(
         ``"V1,V2=NAME;V3=NAME2;*=OTHER"`` (see :mod:`.domainmap`).
     keep_domain_feature : bool
         Keep the domain column as a feature too.
+    drop_columns : str or sequence, optional
+        Columns to ignore entirely (names or indices, a list or a
+        comma-separated string): neither features nor labels, e.g. an id
+        column. Not the label or the domain column.
 
     Returns
     -------
@@ -668,8 +715,9 @@ def convert_csv(
     _check_side_out(categories_out, "--categories-out", out, [path, *(categories_from or [])])
     dmap = _DomainMap(domain_map) if domain_map is not None else None
     opts = _ReadOptions(delim, header, given_names, skip_lines, comment_char)
-    labels = _LabelMap(positive_label, numeric=False, strip=label_strip)
-    counts = _Counts()
+    drop_spec = _split_list(drop_columns, "--drop-columns")
+    labels = _LabelMap(positive_label, numeric=False, strip=label_strip, hint=CAP_HINT)
+    counts = _Counts(labels.deferred)
     dcounts = _DomainCounts()
 
     cats: dict[str, list[str]] = {}
@@ -684,20 +732,23 @@ def convert_csv(
                 raise InputError(f"{os.fspath(out)}: the output file is a --categories-from file")
         cats = _collect_categories(
             sources, opts, cat_spec, label_column, domain_column, keep_domain_feature, max_categories,
-            limit if not categories_from else None,
+            limit if not categories_from else None, drop_spec,
         )
         if categories_from:
             cats_source = ", ".join(os.fspath(s) for s in categories_from)
 
     with opts.source(path) as src:
         t = opts.open(src)
-        label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain_feature)
+        label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain_feature, drop_spec)
+        dropped = _dropped_columns(t, drop_spec, label, domain)
         categorical_cols: dict[int, tuple[str, list[str]]] = {}
         what = f"from {cats_source}" if cats_source else "categorical"
         for key, values in cats.items():
             c = t.find_key(key, what)
             if c == label:
                 raise InputError(f"{t.where}: categorical column '{key}' ({what}) is the label column")
+            if c in dropped:
+                raise InputError(f"{t.where}: categorical column '{key}' ({what}) is dropped (--drop-columns)")
             if c == domain and not keep_domain_feature:
                 raise InputError(
                     f"{t.where}: categorical column '{key}' ({what}) is the domain column, which is not a feature "
@@ -705,7 +756,7 @@ def convert_csv(
                 )
             categorical_cols[c] = (key, values)
         if categories_in is not None and cat_spec not in (None, "auto"):
-            listed = set(_categorical_columns(t, cat_spec, label, domain, keep_domain_feature).values())
+            listed = set(_categorical_columns(t, cat_spec, label, domain, keep_domain_feature, dropped).values())
             if listed != set(categorical_cols):
                 raise InputError(
                     f"{t.where}: --categorical lists {', '.join(sorted(t.label(c) for c in listed))}, but "
@@ -726,7 +777,7 @@ def convert_csv(
         parser = _CsvParser(
             name, t.ncols, columns, label, domain, domain_ints, labels, x_dtype, t.origin,
             categorical=categorical_cols, domain_map=dmap, keep_domain=keep_domain_feature,
-            unknown=unknown_category, categories_source=cats_source,
+            unknown=unknown_category, categories_source=cats_source, drop=dropped,
         )
         d = parser.d
         if d == 0:
@@ -739,6 +790,8 @@ def convert_csv(
             attrs["categorical_columns"] = ",".join(key for key, _ in categorical_cols.values())
         if dmap is not None:
             attrs["domain_map"] = dmap.spec
+        if dropped:
+            attrs["dropped_columns"] = ",".join(t.key(c) for c in sorted(dropped))
 
         step = min(_chunk_rows(d, x_dtype), max(1, BATCH_TOKENS // t.ncols))
         with _Progress(src, "converting"), DatasetWriter(
@@ -749,6 +802,7 @@ def convert_csv(
             feature_names=feature_names,
             attrs=attrs,
             compression=compression,
+            deferred_y=labels.deferred,
         ) as w:
             for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit):
                 X, y, dom = parser.parse(lines, rows)
@@ -762,6 +816,10 @@ def convert_csv(
             elif domain is not None and not domain_ints:
                 domain_names = list(parser.domain_names)
             w.domain_names = domain_names
+            resolved = None
+            if labels.deferred:
+                resolved = labels.resolve()
+                w.relabel(resolved.table, resolved.y_dtype, classes=resolved.file_classes)
             if categories_out is not None:
                 write_categories(categories_out, {key: list(values) for key, values in categorical_cols.values()})
             n = w.n
@@ -772,7 +830,7 @@ def convert_csv(
         dmap.warn_unused()
     seconds = time.perf_counter() - t0
     return ConvertResult(
-        name, os.fspath(out), n, d, str(x_dtype), counts.as_dict(), n_domains, seconds,
+        name, os.fspath(out), n, d, str(x_dtype), counts.as_dict(resolved), n_domains, seconds,
         domain_counts=dcounts.as_dict(domain_names) if domain is not None else None,
     )
 

@@ -29,6 +29,10 @@ from .common import (
 from .source import _Progress, _Source
 
 _INDEX_CACHE_MAX = 1 << 20
+CAP_HINT = (
+    ": is this classification data? (LIBSVM regression targets are real numbers; "
+    "--positive-label V makes V +1 and every other label -1)"
+)
 _NOT_SEPARATORS = bytes(b for b in range(256) if b not in b" :")
 
 
@@ -107,7 +111,7 @@ class _LibsvmParser:
 
     def _fast(self, batch: _LibsvmBatch):
         try:
-            y = np.asarray(self.labels.map_all(batch.labels), dtype=np.int8)
+            y = np.asarray(self.labels.map_all(batch.labels), dtype=self.labels.code_dtype)
         except _Invalid:
             raise _Retry from None
         toks = batch.tokens
@@ -231,7 +235,10 @@ def convert_libsvm(
         first pass over the file finds the largest index.
     positive_label : str, optional
         A number: labels equal to it become +1, all others -1. Without it the
-        labels must be +1/-1 or 1/0.
+        labels are kept as they are (see :func:`mpiboost.data.labels.classes_from_tokens`):
+        integer labels are written as ``y`` itself (-1/+1, 0/1, 1..7 ...);
+        other numbers or text become indices into the file's ``classes``
+        attribute. At most ``labels.MAX_CLASSES`` distinct labels.
     dtype : {"float32", "float64"}
         dtype of ``X``.
     compression : {None, "gzip", "lzf"}
@@ -257,7 +264,7 @@ def convert_libsvm(
 
     if n_features is None:
         # Validates everything too, so pass 2 cannot fail on the same data.
-        scan = _LibsvmParser(name, _LabelMap(positive_label, numeric=True), None, x_dtype)
+        scan = _LibsvmParser(name, _LabelMap(positive_label, numeric=True, hint=CAP_HINT), None, x_dtype)
         top, n_rows = 0, 0
         with _Source(path) as src, _Progress(src, "scanning"):
             # common.CHUNK_ROWS read at call time (as _chunk_rows does): one setting sizes both passes.
@@ -274,12 +281,15 @@ def convert_libsvm(
     else:
         d = int(n_features)
 
-    labels = _LabelMap(positive_label, numeric=True)
+    labels = _LabelMap(positive_label, numeric=True, hint=CAP_HINT)
     parser = _LibsvmParser(name, labels, d, x_dtype)
-    counts = _Counts()
+    counts = _Counts(labels.deferred)
+    resolved = None
     attrs = {"source": os.path.basename(name), "source_format": "libsvm"}
     with _Source(path) as src, _Progress(src, "converting"):
-        with DatasetWriter(out, d, x_dtype=x_dtype, attrs=attrs, compression=compression) as w:
+        with DatasetWriter(
+            out, d, x_dtype=x_dtype, attrs=attrs, compression=compression, deferred_y=labels.deferred
+        ) as w:
             for batch in _libsvm_batches(src, _chunk_rows(d, x_dtype), limit):
                 y, rows, cols, vals = parser.parse(batch)
                 X = np.zeros((len(batch), d), dtype=x_dtype)
@@ -288,7 +298,12 @@ def convert_libsvm(
                 counts.add(y)
             if w.n == 0:
                 raise InputError(f"{name}: no data rows")
+            if labels.deferred:
+                resolved = labels.resolve()
+                w.relabel(resolved.table, resolved.y_dtype, classes=resolved.file_classes)
             n = w.n
     _warn_unmatched(labels, positive_label)
-    return ConvertResult(name, os.fspath(out), n, d, str(x_dtype), counts.as_dict(), None, time.perf_counter() - t0)
+    return ConvertResult(
+        name, os.fspath(out), n, d, str(x_dtype), counts.as_dict(resolved), None, time.perf_counter() - t0
+    )
 

@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-NAMES = ("longservedio", "multisource", "transfer", "multitask")
+NAMES = ("longservedio", "multisource", "transfer", "multitask", "multiclass")
 
 
 @dataclass

@@ -1,0 +1,114 @@
+"""Row weights and the round helpers of the reweighting algorithms (SmoothBoost, AdaBoost, SAMME).
+
+Every row carries a weight; each round a stump is chosen for the current
+weights (:mod:`mpiboost.weak`), its exact weighted error is reduced over the
+ranks, and the algorithm reweights the rows. What differs between the
+algorithms is the coefficient and the reweighting rule.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import Model
+from ..protocol import Protocol
+from ..weak.stump import Stump, StumpLearner
+from .base import Algorithm, domain_index
+
+
+class Reweighting(Algorithm):
+    """Row state shared by the algorithms that reweight rows after each stump.
+
+    Subclasses implement ``select``/``apply``; :meth:`make_learner` picks the
+    weak learner (binary stumps by default).
+    """
+
+    def setup(self, data, proto: Protocol, seed: int = 0) -> None:
+        self.data, self.proto, self.seed = data, proto, int(seed)
+        n_local = data.n_local
+        only = self.params.get("train_domain")
+        if only is not None:
+            # AdaBoost-k of the MultiBoost paper: the other domains' rows start
+            # (and, under multiplicative updates, stay) at weight 0.
+            k = domain_index(only, data)
+            self.params["train_domain"] = k
+            m_k = int(data.domain_counts[k])
+            if m_k == 0:
+                raise ValueError(f"domain {only!r} has no training rows")
+            self.w = np.where(data.domain == k, 1.0 / m_k, 0.0)
+        elif self.params.get("entity_balanced"):
+            # The paper's Algorithm 4: every entity starts with the same total
+            # mass. This depends on the partition, so the model does too.
+            k = int(proto.reduce_counts(np.array([1 if n_local else 0]))[0])
+            self.w = np.full(n_local, 1.0 / (k * n_local) if n_local else 0.0)
+        else:
+            # Uniform over all n rows: a per-row value, so independent of the split.
+            self.w = np.full(n_local, 1.0 / data.n_global)
+        self._version = 0  # bumped whenever the weights change
+        self._masses_key = None
+        self.learner = self.make_learner(data, proto)
+        self.model = Model(
+            algorithm=self.name,
+            params=self.params,
+            bins=data.bins,
+            vote=self.vote,
+            feature_names=data.feature_names,
+            classes=data.classes,
+            output=self.learner.output,
+        )
+
+    def make_learner(self, data, proto: Protocol):
+        """The weak learner (binary stumps; SAMME overrides it with class stumps)."""
+        self.margin = np.zeros(data.n_local)
+        return StumpLearner(
+            self.params.get("weak_learner", "histogram"), proto, data.cols, data.y, data.bins.n_bins,
+            self.sample_size(data), start=data.start,
+        )
+
+    def sample_size(self, data) -> int:
+        """N of sample mode: the given number, or the paper's size from d and beta."""
+        if self.params.get("weak_learner") != "sample":
+            return 0
+        if self.params.get("n_samples"):
+            return int(self.params["n_samples"])
+        from ..weak.stump import sample_size
+
+        return sample_size(data.d, float(self.params.get("beta", 0.2)), float(self.params.get("sample_factor", 1.0)))
+
+    def choose(self, t: int):
+        """Round t's stump for the current weights, same on every rank."""
+        return self.learner.fit(self.w, self.rng(t))
+
+    def choose_and_rate(self, t: int):
+        """Round t's stump, its exact weighted error, and the round's metrics so far."""
+        choice = self.choose(t)
+        right, wrong = self.masses(choice.stump)
+        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
+        metrics = {"weak_error": err, "edge": 1.0 - 2.0 * err}
+        if choice.sample_error is not None:
+            metrics["weak_error_sample"] = choice.sample_error
+        if choice.hist_error is not None:
+            metrics["weak_error_hist"] = choice.hist_error
+        return choice.stump, err, metrics
+
+    def error_masses(self, stump: Stump) -> tuple[float, float]:
+        """Exact global weight of the rows ``stump`` gets right and wrong (reduce_stats)."""
+        right, wrong = self.learner.error_terms(stump, self.w)
+        return tuple(self.proto.reduce_terms([right, wrong]))
+
+    def masses(self, stump: Stump) -> tuple[float, float]:
+        """:meth:`error_masses` of the current weights, computed once per round.
+
+        ``select`` needs them for the error and ``apply`` for the new total;
+        a replayed ``apply`` (resume) computes them itself.
+        """
+        key = (stump, self._version)
+        if self._masses_key != key:
+            self._masses = self.error_masses(stump)
+            self._masses_key = key
+        return self._masses
+
+    def update_rows(self, stump: Stump, factor_correct: float, factor_wrong: float, coef: float) -> tuple[int, float]:
+        """Multiply weights, add to the scores; return the global training error count and this rank's largest weight."""
+        self._version += 1
+        errors, wmax = self.learner.update(self.w, self.margin, stump, factor_correct, factor_wrong, coef)
+        return int(self.proto.reduce_counts(np.array([errors]))[0]), wmax

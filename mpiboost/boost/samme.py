@@ -1,0 +1,72 @@
+"""SAMME: multi-class AdaBoost (Zhu, Zou, Rosset & Hastie 2009).
+
+K classes, class stumps (each side of the threshold predicts a class,
+:mod:`mpiboost.weak.class_stump`). Each round: the stump h_t with the
+least weighted error e_t (exact global masses, one reduce_stats);
+``alpha_t = lr (ln((1 - e_t) / e_t) + ln(K - 1))``; the weights of the rows
+h_t gets wrong grow by ``exp(alpha_t)`` relative to the others. Training
+stops when ``e_t >= 1 - 1/K`` (no better than guessing). Output
+``argmax_c sum_t alpha_t [h_t(x) = c]``, ties to the highest class.
+
+The update is written symmetrically, ``w <- w exp(-+alpha_t / 2) / Z`` with
+``Z = e^{-alpha/2} W_right + e^{alpha/2} W_wrong`` from the exact masses, so
+with K = 2 and ``lr = 1`` every number is AdaBoost's bit for bit
+(``alpha_t / 2`` is AdaBoost's coefficient, the stumps are the binary
+learner's): SAMME with two classes is AdaBoost.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from ..weak.class_stump import ClassStumpLearner
+from .adaboost import ERROR_CLIP
+from .base import Hypothesis, Param
+from .params import ROW_WEIGHTS, SAMPLING
+from .reweighting import Reweighting
+
+
+class SAMME(Reweighting):
+    name = "samme"
+    summary = "SAMME: multi-class AdaBoost with class stumps (what scikit-learn's AdaBoostClassifier runs)"
+    tasks = ("binary", "multiclass", "multi-domain")
+    labels = "index"
+    vote = "weighted"
+    stop_message = "no weak edge left (weighted error >= 1 - 1/K)"
+    parameters = (
+        *SAMPLING,
+        Param("learning_rate", float, 1.0, "shrinkage of every coefficient alpha_t", low=0.0, low_open=True),
+        *ROW_WEIGHTS,
+    )
+
+    def make_learner(self, data, proto):
+        self.K = int(data.n_classes)
+        if self.K < 2:
+            raise ValueError("SAMME needs at least two classes")
+        self.margin = np.zeros((data.n_local, self.K))  # per-class scores of the ensemble
+        return ClassStumpLearner(
+            self.params["weak_learner"], proto, data.cols, data.y, self.K, data.bins.n_bins,
+            self.sample_size(data), start=data.start,
+        )
+
+    def select(self, t: int) -> Optional[Hypothesis]:
+        stump, err, metrics = self.choose_and_rate(t)
+        chance = 1.0 - 1.0 / self.K
+        if err >= chance:
+            return None
+        e = min(max(err, ERROR_CLIP), chance - ERROR_CLIP)
+        alpha = float(self.params["learning_rate"]) * (math.log((1.0 - e) / e) + math.log(self.K - 1))
+        metrics["edge"] = chance - err  # how much better than guessing
+        return Hypothesis(stump, alpha, metrics)
+
+    def apply(self, h: Hypothesis) -> dict:
+        half = 0.5 * h.coef
+        right, wrong = self.masses(h.stump)
+        down, up = math.exp(-half), math.exp(half)
+        # The new total is known before the pass, so the pass also normalizes.
+        total = down * right + up * wrong
+        errors, _ = self.update_rows(h.stump, down / total, up / total, h.coef)
+        self.model.append(h.stump, h.coef)
+        return {"train_errors": errors}

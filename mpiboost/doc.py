@@ -1,0 +1,91 @@
+"""The algorithms page of the docs, generated from the registry's declarations.
+
+``python -m mpiboost.doc`` writes ``docs/algorithms.md`` (the tests check that
+the committed page is the generated one, so it cannot drift from the code).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HEADER = """# Algorithms and their options
+
+This page is generated from the algorithms' declarations
+(`python -m mpiboost.doc` writes it; do not edit it by hand). Every option below
+is an option of `mpiboost train --algo NAME`; `mpiboost train --algo NAME --help`
+lists the same. Tasks: **binary** (two classes), **multiclass** (more than two),
+**multi-domain** (rows from several domains: one file per domain or a `domain`
+column), **transfer** (a target domain and source domains: `--target T.h5
+--source S.h5 ...`).
+"""
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "unset"
+    if isinstance(v, bool):
+        return "off" if not v else "on"
+    if isinstance(v, list):
+        return "none" if not v else ", ".join(map(str, v))
+    return f"`{v}`"
+
+
+def algorithms_markdown() -> str:
+    """The page, as Markdown."""
+    from .boost import ALGORITHMS
+
+    out = [HEADER, "## Overview", "",
+           "| algorithm | tasks | labels | raw features | stumps per round | what it is |",
+           "|---|---|---|---|---|---|"]
+    for name, cls in ALGORITHMS.items():
+        out.append(
+            f"| `{name}` | {', '.join(cls.tasks)} | {'-1/+1' if cls.labels == 'signed' else 'class indices'} | "
+            f"{'yes' if cls.needs_raw else 'no'} | {'several' if cls.multi_stump_rounds else 'one'} | {cls.summary} |"
+        )
+    options = []
+    for cls in ALGORITHMS.values():
+        for p in cls.parameters:
+            if p.cli and p.flag not in options:
+                options.append(p.flag)
+    names = list(ALGORITHMS)
+    out += ["", "## Options by algorithm", "",
+            "Each cell is the option's default for that algorithm; an empty cell: not an option of that algorithm "
+            "(giving it is an error, exit code 2).", "",
+            "| option | " + " | ".join(f"`{n}`" for n in names) + " |",
+            "|---|" + "---|" * len(names)]
+    for flag in options:
+        row = []
+        for cls in ALGORITHMS.values():
+            p = next((q for q in cls.parameters if q.cli and q.flag == flag), None)
+            row.append("" if p is None else _cell(p.default))
+        out.append(f"| `{flag}` | " + " | ".join(row) + " |")
+    for name, cls in ALGORITHMS.items():
+        out += ["", f"## `{name}`", "", cls.summary + ".", "", f"Tasks: {', '.join(cls.tasks)}.", "",
+                "| option | type | default | allowed | what it does |", "|---|---|---|---|---|"]
+        for p in cls.parameters:
+            if not p.cli:
+                continue
+            kind = "flag" if p.type is bool else ("files" if p.type is list else p.type.__name__)
+            allowed = p.range_text()
+            if p.when is not None:
+                other = cls.declared(p.when[0])
+                allowed = (allowed + "; " if allowed else "") + f"only with `{other.flag} {p.when[1]}`"
+            out.append(f"| `{p.flag}` | {kind} | {_cell(p.default)} | {allowed} | {p.help} |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    root = Path(__file__).resolve().parent.parent
+    target = root / "docs" / "algorithms.md"
+    if len(sys.argv) > 1:
+        target = Path(sys.argv[1])
+    from .atomic import atomic_path
+
+    with atomic_path(target) as tmp:
+        Path(tmp).write_text(algorithms_markdown(), encoding="utf-8")
+    print(target)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

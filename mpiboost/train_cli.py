@@ -1,0 +1,218 @@
+"""``mpiboost train``: options made from the algorithms' declarations, and the command itself.
+
+The options common to every run (data, rounds, model, seed, validation,
+metrics, checkpoints, ranks and threads) are fixed; each algorithm's own
+options come from its :class:`mpiboost.boost.Param` declarations, so
+``mpiboost train --algo NAME --help`` lists exactly NAME's options and an
+option of another algorithm is refused (exit code 2) with a message naming
+the option, the algorithm and the algorithms that have it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Optional, Sequence
+
+from .errors import InputError
+
+DESCRIPTION = (
+    "Train a boosted stump ensemble on data spread over the ranks (run under mpiexec/srun). "
+    "The same seed gives the same model on any number of ranks."
+)
+
+
+def _algorithms() -> dict:
+    from .boost import ALGORITHMS
+
+    return ALGORITHMS
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    algos = _algorithms()
+    p.add_argument("--algo", required=True, choices=sorted(algos), metavar="ALGO",
+                   help="algorithm: " + ", ".join(sorted(algos)))
+    p.add_argument("--data", nargs="+", metavar="F.h5", help="training files (several = several domains)")
+    p.add_argument("--target", metavar="T.h5",
+                   help="transfer: the target domain's rows (with --source; replaces --data); domain 0 is the target")
+    p.add_argument("--source", nargs="+", metavar="S.h5", help="transfer: one file per source domain")
+    p.add_argument("--rounds", type=int, required=True, metavar="T", help="boosting rounds")
+    p.add_argument("--model", required=True, metavar="M.h5", help="output model file (written atomically)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+    p.add_argument("--valid", nargs="+", metavar="V.h5", help="validation files: error reported every round")
+    p.add_argument("--metrics", metavar="M.jsonl", help="per-round metrics, one JSON object per line")
+    p.add_argument("--checkpoint", metavar="C.h5", help="save the partial model here during training")
+    p.add_argument("--checkpoint-every", type=int, default=10, metavar="K",
+                   help="checkpoint interval in rounds (default 10)")
+    p.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
+    p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 coordinates and holds no rows")
+    p.add_argument("--threads", type=int, default=0, help="OpenMP threads per rank (default: cores / ranks on the node)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _help(param) -> str:
+    text = param.help
+    if param.type is bool:
+        return text
+    rng = param.range_text()
+    if rng and param.choices is None:
+        text += f"; {rng}"
+    if param.default is not None and param.default != []:
+        text += f" (default {param.default})"
+    return text.replace("%", "%%")
+
+
+def add_param(group, param) -> None:
+    """One declared parameter as an option (default None: 'not given', so the declaration's default applies)."""
+    kw = {"dest": param.name, "default": None, "help": _help(param)}
+    if param.type is bool:
+        group.add_argument(param.flag, action="store_true", **kw)
+        return
+    if param.type is list:
+        group.add_argument(param.flag, nargs="+", metavar=param.metavar or "FILE", **kw)
+        return
+    kw["type"] = param.type
+    if param.choices is not None:
+        kw["choices"] = param.choices
+    else:
+        kw["metavar"] = param.metavar or param.name.upper()
+    group.add_argument(param.flag, **kw)
+
+
+def parser_for(algo: Optional[str]) -> argparse.ArgumentParser:
+    """The ``train`` parser: the common options, plus ``algo``'s own (or, without one, the list of algorithms)."""
+    algos = _algorithms()
+    lines = [f"  {name:<14} {cls.summary} [{', '.join(cls.tasks)}]" for name, cls in sorted(algos.items())]
+    epilog = "algorithms:\n" + "\n".join(lines) + "\n\n`mpiboost train --algo ALGO --help` lists ALGO's own options."
+    p = argparse.ArgumentParser(
+        prog="mpiboost train",
+        description=DESCRIPTION,
+        epilog=epilog if algo is None else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # --vote must not be read as another algorithm's --vote-from
+    )
+    _add_common(p)
+    if algo in algos:
+        cls = algos[algo]
+        group = p.add_argument_group(f"{algo} options", cls.summary)
+        for param in cls.parameters:
+            if param.cli:
+                add_param(group, param)
+    return p
+
+
+def _owners(option: str) -> list:
+    return sorted(name for name, cls in _algorithms().items() if any(p.cli and p.flag == option for p in cls.parameters))
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse ``train`` arguments; an option ``--algo`` does not have is an InputError naming both."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--algo")
+    known, _ = pre.parse_known_args(argv)
+    algo = known.algo if known.algo in _algorithms() else None
+    p = parser_for(algo)
+    args, unknown = p.parse_known_args(argv)
+    for token in unknown:
+        option = token.split("=", 1)[0]
+        owners = _owners(option)
+        if owners:
+            raise InputError(f"{option} is not an option of {args.algo} (it is an option of {', '.join(owners)}); "
+                             f"`mpiboost train --algo {args.algo} --help` lists {args.algo}'s options")
+    if unknown:
+        p.error("unrecognized arguments: " + " ".join(unknown))
+    return args
+
+
+def training_files(args: argparse.Namespace) -> list:
+    """``--data``, or ``--target`` followed by the ``--source`` files (domain 0 is the target)."""
+    if args.target:
+        if args.data:
+            raise InputError("give either --data or --target/--source, not both")
+        if not args.source:
+            raise InputError("--target needs at least one --source file")
+        return [args.target, *args.source]
+    if args.source:
+        raise InputError("--source needs --target T.h5")
+    if not args.data:
+        raise InputError("give the training data: --data F.h5 [...] or --target T.h5 --source S.h5 [...]")
+    return list(args.data)
+
+
+def algorithm_params(args: argparse.Namespace) -> dict:
+    """The declared parameters given on the command line (plus what --target implies)."""
+    from . import boost
+
+    cls = boost.get(args.algo)
+    params = {p.name: getattr(args, p.name) for p in cls.parameters if p.cli and getattr(args, p.name, None) is not None}
+    if args.target:
+        if "transfer" not in cls.tasks:
+            raise InputError(f"--target/--source are for the algorithms with the transfer task "
+                             f"({', '.join(boost.with_task('transfer'))}), not {cls.name}")
+        # domain 0 is the target: the transfer algorithms' target, the baselines' only training domain
+        key = "target_domain" if cls.has("target_domain") else "train_domain"
+        if key in params:
+            raise InputError(f"{cls.declared(key).flag} is set by --target (domain 0); give it with --data only")
+        params[key] = 0
+    return params
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from . import callbacks as cb
+    from .comm import world
+    from .model import Model
+    from .train import train
+
+    comm = world()
+    data = training_files(args)
+    params = algorithm_params(args)
+    callbacks = [cb.ProgressBar(False if args.quiet else None)]
+    if args.metrics:
+        callbacks.append(cb.MetricsLog(args.metrics, append=args.resume))
+    if args.checkpoint:
+        if args.checkpoint_every < 1:
+            raise InputError(f"--checkpoint-every must be at least 1, got {args.checkpoint_every}")
+        callbacks.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every))
+    resume = None
+    if args.resume:
+        if not args.checkpoint:
+            raise InputError("--resume needs --checkpoint FILE")
+        if os.path.exists(args.checkpoint):
+            with comm.collective_guard():
+                resume = Model.load(args.checkpoint)
+    result = train(
+        comm,
+        data,
+        algorithm=args.algo,
+        rounds=args.rounds,
+        params=params,
+        seed=args.seed,
+        valid=args.valid,
+        callbacks=callbacks,
+        dedicated_coordinator=args.dedicated_coordinator,
+        threads=args.threads,
+        resume=resume,
+    )
+    if comm.is_center:
+        result.model.save(args.model)
+        print(summary_line(result.summary, args.model), flush=True)
+    return 0
+
+
+def summary_line(s: dict, model_path: str) -> str:
+    """The one line ``train`` prints at the end."""
+    sec = s["seconds"]
+    classes = f", {s['classes']} classes" if s.get("classes", 2) > 2 else ""
+    line = (
+        f"mpiboost: {s['algorithm']} {s['rounds']} rounds on {s['n']:,} rows x {s['d']} features{classes}, "
+        f"{s['ranks']} rank(s) x {s['threads']} thread(s): {sec['total']:.2f} s "
+        f"(load {sec['load']:.2f}, rounds {sec['rounds']:.2f}, communication {sec['communication']:.2f}); "
+        f"train error {s['train_error'] if s['train_error'] is not None else float('nan'):.4f}"
+    )
+    if s.get("valid_error") is not None:
+        line += f", valid error {s['valid_error']:.4f}"
+    line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {model_path}"
+    if s["stop_reason"] != "rounds":
+        line += f" (stopped early: {s['stop_reason']})"
+        if s["rounds"] == 0:
+            line += "; the model is EMPTY and predicts the second class for every row"
+    return line

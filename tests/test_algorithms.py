@@ -1,0 +1,166 @@
+"""Registry-driven tests: every registered algorithm, on every task it declares.
+
+For each (algorithm, task, weak-learner mode) from :data:`mpiboost.boost.ALGORITHMS`:
+the declarations hold together (CLI options, ``--help``, validation); the
+same seed gives the same model; resuming from a mid-run checkpoint gives
+the uninterrupted model; and the model is bit for bit the single-process
+one on communicators of every size and with a dedicated coordinator.
+
+Collective: test_mpi_suite.py re-runs this module under ``mpiexec -n 2, 3, 4``,
+where each run trains on communicators of every size up to the world's. A
+new algorithm is covered by registering it.
+"""
+import os
+
+import numpy as np
+import pytest
+
+from collective import comms_of_every_size, shared_tmpdir, world
+from mpiboost import boost, train_cli
+from mpiboost.boost.base import Param, describe
+from mpiboost.callbacks import Callback
+from mpiboost.data import format as fmt
+from mpiboost.data.synth import longservedio, multiclass, multisource, transfer
+from mpiboost.errors import InputError
+from mpiboost.train import make_algorithm, train
+
+ROUNDS = 8
+
+
+def _cases():
+    for name, cls in boost.ALGORITHMS.items():
+        modes = cls.declared("weak_learner").choices if cls.has("weak_learner") else (None,)
+        for task in cls.tasks:
+            for mode in modes:
+                yield pytest.param(name, task, mode, id=f"{name}-{task}-{mode}")
+
+
+def _task_params(cls, task: str) -> dict:
+    """What a run of ``task`` tells an algorithm beyond the data (from its declarations only)."""
+    params = {}
+    if task == "transfer" and not cls.has("target_domain"):
+        params["train_domain"] = "target"  # a baseline trained on the target rows only
+    if cls.has("high_error"):
+        params["high_error"] = "clip"  # every round runs, so resuming after round 3 is a real test
+    return params
+
+
+@pytest.fixture(scope="module")
+def task_data():
+    comm = world()
+    tmp = shared_tmpdir(comm)
+    paths = {t: os.path.join(tmp, f"{t}.h5") for t in boost.base.TASKS}
+    if comm.is_center:
+        gens = {
+            "binary": longservedio.generate(n=900, noise=0.05, seed=1),
+            "multiclass": multiclass.generate(n=900, noise=0.05, seed=1, task_seed=0, classes=4, d=6),
+            "multi-domain": multisource.generate(n=900, seed=1),
+            "transfer": transfer.generate(n=150, noise=0.0, seed=1, task_seed=3, sources=2, target_n=60, d=6),
+        }
+        for task, g in gens.items():
+            fmt.write_dataset(paths[task], g.X, g.y, g.domain, domain_names=g.domain_names,
+                              y_dtype=g.y.dtype if g.y.dtype != np.int64 else np.int32)
+    comm.barrier()
+    return paths
+
+
+def _fit(comm, name, task, mode, paths, rounds=ROUNDS, **kw):
+    cls = boost.get(name)
+    params = _task_params(cls, task)
+    if mode is not None:
+        params["weak_learner"] = mode
+    return train(comm, [paths[task]], algorithm=name, rounds=rounds, params=params, seed=11, threads=1, **kw)
+
+
+class _StopAt(Callback):
+    def __init__(self, t):
+        self.t = t
+
+    def on_round_end(self, env):
+        return env.t >= self.t
+
+
+# ------------------------------------------------------------------ contract
+@pytest.mark.parametrize("name", sorted(boost.ALGORITHMS))
+def test_declarations_make_the_cli_and_its_checks(name):
+    cls = boost.get(name)
+    info = describe(cls)
+    assert info["name"] == name and info["summary"] and info["tasks"]
+    assert issubclass(cls, boost.Algorithm)
+    help_text = train_cli.parser_for(name).format_help()
+    own = {p.flag for p in cls.parameters if p.cli}
+    for p in cls.parameters:
+        if p.cli:
+            assert p.flag in help_text, p.flag
+    others = {p.flag for c in boost.ALGORITHMS.values() for p in c.parameters if p.cli} - own
+    for flag in others:
+        assert flag + " " not in help_text and flag + "\n" not in help_text, flag
+        with pytest.raises(InputError, match=f"{flag} is not an option of {name}"):
+            train_cli.parse(["--algo", name, "--data", "x.h5", "--rounds", "3", "--model", "m.h5", flag, "1"])
+    # the defaults are valid and complete: the resolved parameters are every declared one
+    algo = make_algorithm(name, {}, 5) if not cls.needs_rounds else make_algorithm(name, {}, 5)
+    assert set(algo.params) == {p.name for p in cls.parameters}
+    # out-of-range and wrong-choice values are refused, naming the option and the algorithm
+    for p in cls.parameters:
+        bad = _bad_value(p)
+        if bad is None or not p.cli:
+            continue
+        with pytest.raises(InputError) as err:
+            make_algorithm(name, {p.name: bad, **_enabling(cls, p)}, 5)
+        assert p.flag in str(err.value) and name in str(err.value)
+
+
+def _bad_value(p: Param):
+    if p.choices is not None:
+        return "no-such-choice"
+    if p.type in (int, float) and p.low is not None:
+        return p.low - 1 if not p.low_open else p.low
+    if p.type in (int, float) and p.high is not None:
+        return p.high + 1
+    return None
+
+
+def _enabling(cls, p: Param) -> dict:
+    """The setting that makes a conditional parameter apply."""
+    return {p.when[0]: p.when[1]} if p.when is not None else {}
+
+
+def test_the_registry_is_the_only_list():
+    """Every module under mpiboost/boost defining an Algorithm subclass with a name is registered."""
+    registered = set(boost.ALGORITHMS.values())
+    for cls in _subclasses(boost.Algorithm):
+        if cls.name and cls.summary:
+            assert cls in registered, cls
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+# ------------------------------------------------------------------ same model
+@pytest.mark.parametrize("name,task,mode", list(_cases()))
+def test_same_seed_same_model_on_every_communicator(task_data, name, task, mode):
+    comms = comms_of_every_size()
+    reference = _fit(comms[0], name, task, mode, task_data).model.to_json()
+    assert _fit(comms[0], name, task, mode, task_data).model.to_json() == reference  # same seed, same model
+    for comm in comms[1:]:
+        assert _fit(comm, name, task, mode, task_data).model.to_json() == reference, f"{comm.size} ranks"
+        if comm.size > 1:
+            got = _fit(comm, name, task, mode, task_data, dedicated_coordinator=True).model.to_json()
+            assert got == reference, f"{comm.size} ranks, dedicated coordinator"
+
+
+@pytest.mark.parametrize("name,task,mode", list(_cases()))
+def test_resume_from_a_checkpoint_is_the_uninterrupted_model(task_data, name, task, mode):
+    comms = comms_of_every_size()
+    full = _fit(comms[0], name, task, mode, task_data).model
+    assert full.n_rounds == ROUNDS
+    # the interrupted run: the same run stopped after round 3 (its model is the checkpoint)
+    part = _fit(comms[-1], name, task, mode, task_data, callbacks=[_StopAt(3)]).model
+    assert part.n_rounds == min(3, full.n_rounds)
+    resumed = _fit(comms[0], name, task, mode, task_data, resume=part).model
+    assert resumed.to_json() == full.to_json()
+    again = _fit(comms[-1], name, task, mode, task_data, resume=part).model
+    assert again.to_json() == full.to_json()
