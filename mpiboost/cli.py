@@ -395,12 +395,13 @@ def guarded(func, *args) -> int:
     and aborts the job with code 2; any other exception prints its traceback
     and aborts with code 1. So no rank is left waiting in a collective.
     """
-    from .comm import abort_world, world_rank
+    from .comm import abort_world, mpi_started, world_rank
 
     try:
         return int(func(*args) or 0)
     except CollectiveError as exc:
-        if world_rank() == 0:
+        # Before MPI starts (argument errors) the launcher's rank variables tell who prints.
+        if (world_rank() if mpi_started() else launch_rank()) == 0:
             print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     except InputError as exc:

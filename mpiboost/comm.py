@@ -437,6 +437,11 @@ def world() -> Comm:
     return Comm()
 
 
+def mpi_started() -> bool:
+    """True once a communicator exists in this process (mpi4py imported and MPI initialized)."""
+    return _MPI is not None
+
+
 def world_rank() -> int:
     """This process's rank in the whole job; 0 if MPI was never started (serial commands)."""
     return _MPI.COMM_WORLD.Get_rank() if _MPI is not None else 0

@@ -22,7 +22,7 @@ from .boost.base import Algorithm, Hypothesis
 from .callbacks import Callback, RoundEnv
 from .data import labels as lab
 from .data.load import Shard, load, load_raw
-from .errors import InputError
+from .errors import CollectiveError, InputError
 from .model import Model, Scorer
 from .protocol import Protocol
 
@@ -52,10 +52,12 @@ def peak_rss_bytes() -> int:
 
 
 # ------------------------------------------------------------------ set-up
+# The checks below decide from what every rank knows alike (arguments, global counts), so every rank
+# raises the same error at the same point: a CollectiveError, printed once, every rank exits cleanly.
 def make_algorithm(algorithm: str, params: Optional[dict], rounds: int) -> Algorithm:
-    """The algorithm object with its parameters checked (InputError naming the option)."""
+    """The algorithm object with its parameters checked (an error naming the option)."""
     if rounds < 1:
-        raise InputError(f"--rounds must be at least 1, got {rounds}")
+        raise CollectiveError(f"--rounds must be at least 1, got {rounds}")
     cls = boost.get(algorithm)
     params = dict(params or {})
     if cls.needs_rounds:
@@ -63,7 +65,7 @@ def make_algorithm(algorithm: str, params: Optional[dict], rounds: int) -> Algor
     try:
         return cls(params)
     except ValueError as exc:
-        raise InputError(str(exc)) from None
+        raise CollectiveError(str(exc)) from None
 
 
 def _check_task(cls: type, shard: Shard) -> None:
@@ -71,9 +73,9 @@ def _check_task(cls: type, shard: Shard) -> None:
     K = shard.n_classes
     shown = ", ".join(map(str, shard.classes[:8])) + (", ..." if K > 8 else "")
     if K < 2:
-        raise InputError(f"the training data hold one class only ({shown}): nothing to learn")
+        raise CollectiveError(f"the training data hold one class only ({shown}): nothing to learn")
     if K > 2 and "multiclass" not in cls.tasks:
-        raise InputError(
+        raise CollectiveError(
             f"{cls.name} is a binary algorithm but the training data have {K} classes ({shown}); "
             f"for multiclass data use {', '.join(boost.with_task('multiclass'))}"
         )
@@ -136,7 +138,16 @@ def load_aligned_rows(comm, paths: Sequence[str], shard: Shard, dedicated_coordi
 
 
 def setup(algo: Algorithm, inputs: _Inputs, proto: Protocol, seed: int) -> Optional[Scorer]:
-    """Collective: the algorithm's initial state; the validation scorer (None without validation data)."""
+    """Collective: the algorithm's initial state; the validation scorer (None without validation data).
+
+    The algorithm's checks of the data come first, agreed over the ranks (one
+    message, a clean exit 2 on every rank).
+    """
+    with proto.comm.collective_guard():
+        try:
+            algo.check_data(inputs.shard)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     try:
         algo.setup(inputs.shard, proto, seed)
     except ValueError as exc:
@@ -158,11 +169,11 @@ def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Proto
 def check_resume(ckpt: Model, algo: Algorithm) -> None:
     """A checkpoint must come from the same algorithm with the same parameters."""
     if ckpt.algorithm != algo.name:
-        raise InputError(f"checkpoint was made by {ckpt.algorithm}, not {algo.name}")
+        raise CollectiveError(f"checkpoint was made by {ckpt.algorithm}, not {algo.name}")
     params = algo.params
     differ = sorted(k for k in set(ckpt.params) | set(params) if ckpt.params.get(k) != params.get(k))
     if differ:
-        raise InputError("checkpoint parameters differ from this run's: " + ", ".join(differ))
+        raise CollectiveError("checkpoint parameters differ from this run's: " + ", ".join(differ))
 
 
 def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard, proto) -> int:

@@ -13,7 +13,7 @@ import argparse
 import os
 from typing import Optional, Sequence
 
-from .errors import InputError
+from .errors import CollectiveError, InputError
 
 DESCRIPTION = (
     "Train a boosted stump ensemble on data spread over the ranks (run under mpiexec/srun). "
@@ -116,7 +116,8 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
         option = token.split("=", 1)[0]
         owners = _owners(option)
         if owners:
-            raise InputError(f"{option} is not an option of {args.algo} (it is an option of {', '.join(owners)}); "
+            # every rank parses the same arguments: an agreed error, printed once
+            raise CollectiveError(f"{option} is not an option of {args.algo} (it is an option of {', '.join(owners)}); "
                              f"`mpiboost train --algo {args.algo} --help` lists {args.algo}'s options")
     if unknown:
         p.error("unrecognized arguments: " + " ".join(unknown))

@@ -31,22 +31,17 @@ def _export(model):
     return proc.stdout
 
 
-@pytest.mark.parametrize("algo", ["smoothboost", "adaboost"])
-@pytest.mark.parametrize("weak", ["sample", "histogram"])
-def test_same_model_for_any_number_of_ranks(ls_data, tmp_path, algo, weak):
+def test_cli_export_is_the_same_on_any_number_of_ranks(ls_data, tmp_path):
+    """Through the CLI and the model file (tests/test_algorithms.py covers every algorithm in-process)."""
     train, _ = ls_data
     exports = {}
-    runs = [(1, ()), (2, ()), (3, ()), (4, ()), (3, ("--dedicated-coordinator",))]
-    for n, extra in runs:
-        model = tmp_path / f"m{n}{len(extra)}.h5"
-        _train(train, model, "--algo", algo, "--weak-learner", weak, "--seed", "5", *extra, n=n)
-        exports[(n, extra)] = _export(model)
-    first = exports[(1, ())]
-    doc = json.loads(first)
-    assert doc["algorithm"] == algo and doc["params"]["weak_learner"] == weak
-    assert len(doc["ensemble"]) >= 1
-    for key, text in exports.items():
-        assert text == first, f"model differs with {key}"
+    for n, extra in [(1, ()), (3, ("--dedicated-coordinator",))]:
+        model = tmp_path / f"m{n}.h5"
+        _train(train, model, "--algo", "smoothboost", "--weak-learner", "sample", "--seed", "5", *extra, n=n)
+        exports[n] = _export(model)
+    doc = json.loads(exports[1])
+    assert doc["algorithm"] == "smoothboost" and doc["params"]["weak_learner"] == "sample"
+    assert len(doc["ensemble"]) >= 1 and exports[1] == exports[3]
 
 
 def test_metrics_log_and_smoothness(ls_data, tmp_path):
@@ -154,7 +149,7 @@ def ms_data(tmp_path_factory):
 def test_multisource_algorithms_same_model_for_any_number_of_ranks(ms_data, tmp_path, algo):
     train, test = ms_data
     exports = set()
-    for n, extra in [(1, ()), (2, ()), (3, ()), (4, ()), (3, ("--dedicated-coordinator",))]:
+    for n, extra in [(1, ()), (3, ("--dedicated-coordinator",))]:
         model = tmp_path / f"m{n}{len(extra)}.h5"
         _train(train, model, "--algo", *algo, *extra, n=n, rounds=10)
         exports.add(_export(model))

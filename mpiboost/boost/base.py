@@ -243,6 +243,14 @@ class Algorithm(ABC):
         """Rules between parameters (override; raise ValueError naming the options)."""
 
     # ------------------------------------------------------------- steps
+    def check_data(self, data) -> None:
+        """Refuse data the algorithm cannot train on (ValueError), from what every rank knows alike.
+
+        No collectives and no rank-local facts: the driver runs it on every
+        rank before :meth:`setup`, so a refusal is agreed and printed once.
+        ``setup`` calls it too (it must be cheap and idempotent).
+        """
+
     @abstractmethod
     def setup(self, data, proto, seed: int = 0) -> None:
         """Initial state from this rank's rows (``data``: a :class:`mpiboost.data.load.Shard`)."""

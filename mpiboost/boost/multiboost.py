@@ -211,14 +211,20 @@ class MultiBoost(Algorithm):
         self.step_c = float(self.params.get("step_c", 1.0))
 
     # ----------------------------------------------------------------- setup
-    def setup(self, data, proto: Protocol, seed: int = 0) -> None:
+    def check_data(self, data) -> None:
         if data.X is None:
-            raise ValueError("MultiBoost needs the raw features (load with keep_raw=True)")
+            raise ValueError(f"{self.name} needs the raw features (load with keep_raw=True)")
+        empty = [k for k, m in enumerate(data.domain_counts) if m == 0]
+        if empty:
+            names = data.domain_names or []
+            raise ValueError(f"domain {names[empty[0]] if empty[0] < len(names) else empty[0]!r} has no "
+                             f"training rows: {self.name} needs every domain to have some")
+
+    def setup(self, data, proto: Protocol, seed: int = 0) -> None:
+        self.check_data(data)
         self.data, self.proto, self.seed = data, proto, int(seed)
         self.p = int(data.n_domains)
         self.m = np.asarray(data.domain_counts, dtype=np.float64)
-        if (self.m == 0).any():
-            raise ValueError("every domain needs at least one training row")
         qX, qdom = data.X, data.domain
         extra = data.extra.get("q_data")
         if extra is not None:

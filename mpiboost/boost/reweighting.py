@@ -22,19 +22,23 @@ class Reweighting(Algorithm):
     weak learner (binary stumps by default).
     """
 
-    def setup(self, data, proto: Protocol, seed: int = 0) -> None:
-        self.data, self.proto, self.seed = data, proto, int(seed)
-        n_local = data.n_local
+    def check_data(self, data) -> None:
         only = self.params.get("train_domain")
         if only is not None:
+            k = domain_index(only, data)
+            if int(data.domain_counts[k]) == 0:
+                raise ValueError(f"domain {only!r} has no training rows")
+            self.params["train_domain"] = k
+
+    def setup(self, data, proto: Protocol, seed: int = 0) -> None:
+        self.check_data(data)
+        self.data, self.proto, self.seed = data, proto, int(seed)
+        n_local = data.n_local
+        k = self.params.get("train_domain")
+        if k is not None:
             # AdaBoost-k of the MultiBoost paper: the other domains' rows start
             # (and, under multiplicative updates, stay) at weight 0.
-            k = domain_index(only, data)
-            self.params["train_domain"] = k
-            m_k = int(data.domain_counts[k])
-            if m_k == 0:
-                raise ValueError(f"domain {only!r} has no training rows")
-            self.w = np.where(data.domain == k, 1.0 / m_k, 0.0)
+            self.w = np.where(data.domain == k, 1.0 / int(data.domain_counts[k]), 0.0)
         elif self.params.get("entity_balanced"):
             # The paper's Algorithm 4: every entity starts with the same total
             # mass. This depends on the partition, so the model does too.

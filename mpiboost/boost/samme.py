@@ -41,10 +41,13 @@ class SAMME(Reweighting):
         *ROW_WEIGHTS,
     )
 
+    def check_data(self, data) -> None:
+        super().check_data(data)
+        if data.n_classes < 2:
+            raise ValueError("SAMME needs at least two classes")
+
     def make_learner(self, data, proto):
         self.K = int(data.n_classes)
-        if self.K < 2:
-            raise ValueError("SAMME needs at least two classes")
         self.margin = np.zeros((data.n_local, self.K))  # per-class scores of the ensemble
         return ClassStumpLearner(
             self.params["weak_learner"], proto, data.cols, data.y, self.K, data.bins.n_bins,

@@ -120,8 +120,8 @@ class TransferBoosting(Algorithm):
         self.rounds = int(self.params["rounds"])
 
     # ----------------------------------------------------------------- setup
-    def setup(self, data, proto: Protocol, seed: int = 0) -> None:
-        self.data, self.proto, self.seed = data, proto, int(seed)
+    def check_data(self, data) -> None:
+        self.data = data
         self.p = int(data.n_domains)
         which = self.params.get("target_domain")
         if which is None:
@@ -145,6 +145,10 @@ class TransferBoosting(Algorithm):
         empty = [self._name(k) for k in self.sources if counts[k] == 0]
         if empty:
             raise ValueError(f"source domain {empty[0]!r} has no rows")
+
+    def setup(self, data, proto: Protocol, seed: int = 0) -> None:
+        self.check_data(data)
+        self.data, self.proto, self.seed = data, proto, int(seed)
         n = data.n_local
         self.domain = np.ascontiguousarray(data.domain, dtype=np.int32)
         self.is_source = (self.domain != self.target).astype(np.uint8)
