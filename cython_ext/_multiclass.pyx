@@ -286,32 +286,51 @@ cdef inline idx_t _argmax(const fixed_t* v, idx_t K) noexcept nogil:
     return a
 
 
-def best_class_stump(const fixed_t[:, :, ::1] hist, const long long[::1] n_bins):
-    """The class stump that classifies the most weight correctly, from class histograms.
+cdef inline double _purity(const fixed_t* v, idx_t K) noexcept nogil:
+    # sum_c v_c^2 / sum_c v_c: a side's weight minus its Gini impurity (0 for an empty side)
+    cdef idx_t c
+    cdef double tot = 0.0, sq = 0.0, x
+    for c in range(K):
+        x = <double> v[c]
+        tot += x
+        sq += x * x
+    return sq / tot if tot > 0 else 0.0
 
-    ``hist`` is (d, 256, K) as from :func:`build_class_histogram`. A stump's
-    score is the sum over its two sides of the side's largest class sum; each
-    side predicts that class (ties -> the highest class). Candidates are
-    scanned in the order: the constant hypothesis, then feature, threshold
-    bin, missing right before left; a later candidate wins only with a
-    strictly larger score. For K = 2 this picks the stump
-    ``_histogram.best_stump`` picks on ``hist[..., 1] - hist[..., 0]``.
+
+def best_class_stump(const fixed_t[:, :, ::1] hist, const long long[::1] n_bins, int criterion=0):
+    """The best class stump from class histograms.
+
+    ``hist`` is (d, 256, K) as from :func:`build_class_histogram`. Each side
+    of a stump predicts its largest class sum (ties -> the highest class).
+    ``criterion`` 0 (SAMME's rule): the stump's score is the weight it
+    classifies correctly, the sum over its sides of the largest class sum.
+    ``criterion`` 1 (the rule of CART / scikit-learn's trees): the score is
+    ``sum over sides of sum_c W_c^2 / W``, the total weight minus the weighted
+    Gini impurity, in float64 (the center alone computes it, from exact sums).
+    Candidates are scanned in the order: the constant hypothesis, then
+    feature, threshold bin, missing right before left; a later candidate wins
+    only with a strictly larger score. For K = 2 and criterion 0 this picks
+    the stump ``_histogram.best_stump`` picks on ``hist[..., 1] - hist[..., 0]``.
 
     Returns
     -------
     (feature, bin, left, right, missing_left, score)
         ``feature == -1`` is the constant hypothesis ``left`` (== right);
-        ``score`` is the (integer) weight the stump classifies correctly.
+        ``score`` is the (integer) weight the stump classifies correctly
+        (for either criterion).
     """
     cdef idx_t d = hist.shape[0], K = hist.shape[2], j, b, c, nb
     cdef int ml, bf = -1, bb = 0, bml = 0
     cdef idx_t bl, br, al, ar
     cdef fixed_t best, score
-    cdef bint has_missing
+    cdef double gbest = 0.0, gscore
+    cdef bint has_missing, gini = criterion == 1
     if n_bins.shape[0] != d or hist.shape[1] != 256:
         raise ValueError("shape mismatch")
     if K == 0:
         raise ValueError("no classes")
+    if criterion not in (0, 1):
+        raise ValueError("criterion must be 0 (weighted error) or 1 (Gini)")
     for j in range(d):
         if not 0 <= n_bins[j] <= MAX_VALUE_BINS:
             raise ValueError("n_bins out of range [0, 255]")
@@ -329,6 +348,8 @@ def best_class_stump(const fixed_t[:, :, ::1] hist, const long long[::1] n_bins)
                     T[c] += hist[0, b, c]
         bl = br = _argmax(T, K)
         best = T[bl]
+        if gini:
+            gbest = _purity(T, K)
         for j in range(d):
             nb = n_bins[j]
             has_missing = False
@@ -348,13 +369,19 @@ def best_class_stump(const fixed_t[:, :, ::1] hist, const long long[::1] n_bins)
                     al = _argmax(left, K)
                     ar = _argmax(right, K)
                     score = left[al] + right[ar]
-                    if score > best:
-                        best = score
-                        bf = <int> j
-                        bb = <int> b
-                        bml = ml
-                        bl = al
-                        br = ar
+                    if gini:
+                        gscore = _purity(left, K) + _purity(right, K)
+                        if not gscore > gbest:
+                            continue
+                        gbest = gscore
+                    elif not score > best:
+                        continue
+                    best = score
+                    bf = <int> j
+                    bb = <int> b
+                    bml = ml
+                    bl = al
+                    br = ar
     return bf, bb, int(bl), int(br), bool(bml), int(best)
 
 

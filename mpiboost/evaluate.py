@@ -122,7 +122,14 @@ def write_predictions(path: str, values: np.ndarray, header: str) -> None:
         if path.endswith(".npy"):
             with open(tmp, "wb") as f:
                 np.save(f, values)
+        elif values.dtype.kind in "UO":
+            import csv
+
+            # text labels may hold commas or quotes: the csv module quotes them
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                w = csv.writer(f, lineterminator="\n")
+                w.writerow(header.split(","))
+                w.writerows([v] for v in values.tolist())
         else:
-            kind = values.dtype.kind
-            fmt = "%d" if kind in "iu" else ("%s" if kind in "UO" else "%.17g")
+            fmt = "%d" if values.dtype.kind in "iu" else "%.17g"
             np.savetxt(tmp, values, fmt=fmt, header=header, comments="", delimiter=",")

@@ -114,12 +114,21 @@ def argmax_high(values):
     return best
 
 
-def best_class_stump(hist, n_bins):
-    """Enumerate every class stump in the documented order; a strictly larger score wins."""
+def best_class_stump(hist, n_bins, criterion=0):
+    """Enumerate every class stump in the documented order; a strictly larger score wins.
+
+    criterion 0: the weight classified correctly; 1: sum over sides of sum_c W_c^2 / W (Gini).
+    """
     d, _, K = hist.shape
     T = [int(v) for v in hist[0].sum(axis=0)] if d else [0] * K
     a = argmax_high(T)
     best = (-1, 0, a, a, False, T[a])
+
+    def purity(v):
+        tot = float(sum(float(x) for x in v))
+        return sum(float(x) * float(x) for x in v) / tot if tot > 0 else 0.0
+
+    best_g = purity(T)
     for j in range(d):
         M = [int(v) for v in hist[j, MISSING]]
         for b in range(int(n_bins[j])):
@@ -130,7 +139,12 @@ def best_class_stump(hist, n_bins):
                 left = [L[c] + (M[c] if ml else 0) for c in range(K)]
                 right = [T[c] - left[c] for c in range(K)]
                 al, ar = argmax_high(left), argmax_high(right)
-                if left[al] + right[ar] > best[5]:
+                if criterion == 1:
+                    g = purity(left) + purity(right)
+                    if g > best_g:
+                        best_g = g
+                        best = (j, b, al, ar, ml, left[al] + right[ar])
+                elif left[al] + right[ar] > best[5]:
                     best = (j, b, al, ar, ml, left[al] + right[ar])
     return best
 

@@ -162,15 +162,40 @@ def _random_class_hist(rng, d, K, n_bins, n, scale, missing):
     return hist
 
 
+@pytest.mark.parametrize("criterion", [0, 1])
 @pytest.mark.parametrize("seed", range(40))
-def test_best_class_stump_matches_naive(seed):
+def test_best_class_stump_matches_naive(seed, criterion):
     rng = np.random.default_rng(seed)
     d = int(rng.integers(1, 5))
     K = int(rng.choice([1, 2, 3, 5, 28]))
     n_bins = rng.integers(0 if seed % 5 == 0 else 1, 7, d).astype(np.int64)
     hist = _random_class_hist(rng, d, K, n_bins, int(rng.integers(0, 60)), 10 ** int(rng.integers(0, 12)),
                               0.3 if seed % 3 == 0 else 0.0)
-    assert _multiclass.best_class_stump(hist, n_bins) == ref.best_class_stump(hist, n_bins)
+    got = _multiclass.best_class_stump(hist, n_bins, criterion)
+    assert got == ref.best_class_stump(hist, n_bins, criterion)
+    if criterion == 0:
+        assert got == _multiclass.best_class_stump(hist, n_bins)  # the default is SAMME's rule
+
+
+def test_gini_criterion_prefers_purer_sides_where_error_ties():
+    """Three classes: both splits classify 60 correctly, only one makes its sides purer."""
+    hist = np.zeros((2, 256, 3), dtype=np.int64)
+    # feature 0: left (bin 0) = 30 of class 0, 30 of class 1; right (bin 1) = 30 of class 2, 10 of class 0
+    hist[0, 0] = [30, 30, 0]
+    hist[0, 1] = [10, 0, 30]
+    # feature 1: left = 30 of class 0, 10 of class 1, 10 of class 2; right = 10 / 20 / 20
+    hist[1, 0] = [30, 10, 10]
+    hist[1, 1] = [10, 20, 20]
+    n_bins = np.array([2, 2])
+    err = _multiclass.best_class_stump(hist, n_bins, 0)
+    gini = _multiclass.best_class_stump(hist, n_bins, 1)
+    assert err[0] == 0 and gini[0] == 0  # both choose feature 0 here; now make error tie it with feature 1
+    hist[1, 0] = [31, 0, 0]
+    hist[1, 1] = [9, 30, 30]  # 31 + 30 = 61 correct: better by error, less pure on the right
+    assert _multiclass.best_class_stump(hist, n_bins, 0)[0] == 1
+    assert _multiclass.best_class_stump(hist, n_bins, 1) == ref.best_class_stump(hist, n_bins, 1)
+    with pytest.raises(ValueError, match="criterion"):
+        _multiclass.best_class_stump(hist, n_bins, 2)
 
 
 def _binary_as_class(stump):

@@ -236,3 +236,26 @@ def test_sample_mode_learns_and_validation_tracks_the_model(tmp_path, capsys):
         assert report["error"] == pytest.approx(rows[-1]["valid_error"], abs=1e-12)
     with h5py.File(tmp_path / "histogram.h5") as f:
         assert json.loads(f.attrs["header"])["output"] == "argmax"
+
+
+def test_gini_split_is_scikit_learns_samme():
+    """split='gini' boosts the stumps scikit-learn's AdaBoostClassifier boosts: the same predictions."""
+    from sklearn.ensemble import AdaBoostClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    rng = np.random.default_rng(9)
+    n, d, K = 1500, 5, 4
+    X = rng.integers(0, 12, (n, d)).astype(np.uint8)
+    y = ((X[:, 0] + X[:, 1] // 2 + rng.integers(0, 4, n)) // 5 % K).astype(np.int32)
+    algo, hist = _run(SAMME, {"split": "gini"}, _shard(X, y, list(range(K))), 30)
+    assert len(hist) == 30
+    sk = AdaBoostClassifier(estimator=DecisionTreeClassifier(max_depth=1), n_estimators=30, learning_rate=1.0,
+                            random_state=0).fit(X.astype(float), y)
+    ours = algo.model.predict(algo.data.cols)
+    assert np.array_equal(ours, sk.predict(X.astype(float)))
+    # round by round: the same feature and threshold (bin b <-> x <= b + 0.5 here), the same coefficient
+    for (h, _), tree, coef in zip(hist, sk.estimators_, sk.estimator_weights_):
+        assert (h.stump.feature, h.stump.bin + 0.5) == (tree.tree_.feature[0], tree.tree_.threshold[0])
+        assert h.coef == pytest.approx(coef, rel=1e-12)
+    error, _ = _run(SAMME, {}, _shard(X, y, list(range(K))), 30)
+    assert error.model.feature.tolist() != algo.model.feature.tolist()  # the criterion matters

@@ -21,7 +21,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..weak.class_stump import ClassStumpLearner
+from ..weak.class_stump import SPLITS, ClassStumpLearner
 from .adaboost import ERROR_CLIP
 from .base import Hypothesis, Param
 from .params import ROW_WEIGHTS, SAMPLING
@@ -37,6 +37,9 @@ class SAMME(Reweighting):
     stop_message = "no weak edge left (weighted error >= 1 - 1/K)"
     parameters = (
         *SAMPLING,
+        Param("split", str, "error",
+              "how a class stump is chosen: the least weighted error (SAMME's rule) or the least weighted Gini "
+              "impurity (the rule of scikit-learn's trees, which its AdaBoostClassifier boosts)", choices=SPLITS),
         Param("learning_rate", float, 1.0, "shrinkage of every coefficient alpha_t", low=0.0, low_open=True),
         *ROW_WEIGHTS,
     )
@@ -51,7 +54,7 @@ class SAMME(Reweighting):
         self.margin = np.zeros((data.n_local, self.K))  # per-class scores of the ensemble
         return ClassStumpLearner(
             self.params["weak_learner"], proto, data.cols, data.y, self.K, data.bins.n_bins,
-            self.sample_size(data), start=data.start,
+            self.sample_size(data), start=data.start, split=self.params["split"],
         )
 
     def select(self, t: int) -> Optional[Hypothesis]:

@@ -3,7 +3,9 @@
 ``histogram``: exact. Every entity builds per (feature, bin, class) sums of
 its row weights in int64 fixed point, the center reduces them
 (:meth:`Protocol.reduce_class_histograms`) and picks the stump that
-classifies the most weight correctly. Communication O(d * bins * K) per round.
+classifies the most weight correctly (``split="error"``) or that leaves the
+least weighted Gini impurity (``split="gini"``). Communication
+O(d * bins * K) per round.
 
 ``sample``: the center draws N rows in proportion to the weights
 (:meth:`Protocol.proportional_sample`) and picks the best stump on that
@@ -23,6 +25,9 @@ from ..protocol import FIXED_SHIFT
 from .stump import Choice, Stump
 
 PACKED_SIZE = 6  # feature, bin, left, right, missing_left, error seen by the learner
+# How a class stump is chosen: the least weighted error (SAMME's rule), or the least weighted Gini
+# impurity (the rule of CART and scikit-learn's trees), both from the same per-(feature, bin, class) sums.
+SPLITS = ("error", "gini")
 
 
 class ClassStumpLearner:
@@ -50,9 +55,12 @@ class ClassStumpLearner:
     reduces = "per (feature, bin, class): weight sums, int64 fixed point"
 
     def __init__(self, mode: str, proto, cols: np.ndarray, cls: np.ndarray, n_classes: int, n_bins: np.ndarray,
-                 n_samples: int, start: int = 0):
+                 n_samples: int, start: int = 0, split: str = "error"):
         if mode not in ("sample", "histogram"):
             raise ValueError(f"weak learner mode must be 'sample' or 'histogram', not {mode!r}")
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {', '.join(SPLITS)}, not {split!r}")
+        self.criterion = SPLITS.index(split)
         self.mode, self.proto, self.cols = mode, proto, cols
         self.cls = np.ascontiguousarray(cls, dtype=np.int32)
         self.K = int(n_classes)
@@ -79,7 +87,7 @@ class ClassStumpLearner:
                 _multiclass.build_class_histogram(
                     np.ascontiguousarray(sample.X.T), ones, np.ascontiguousarray(sample.y, dtype=np.int32), hist
                 )
-                f, b, left, right, ml, score = _multiclass.best_class_stump(hist, self.n_bins)
+                f, b, left, right, ml, score = _multiclass.best_class_stump(hist, self.n_bins, self.criterion)
                 packed = [f, b, left, right, ml, (self.n_samples - score) / self.n_samples]
         else:
             local_total = _weights.fixed_signed(w, self._ones, FIXED_SHIFT, self._g)
@@ -87,7 +95,7 @@ class ClassStumpLearner:
             (total,), _ = self.proto.weight_sums(np.array([local_total]))
             hist = self.proto.reduce_class_histograms(self._hist, self.n_bins)
             if self.proto.is_center:
-                f, b, left, right, ml, score = _multiclass.best_class_stump(hist, self.n_bins)
+                f, b, left, right, ml, score = _multiclass.best_class_stump(hist, self.n_bins, self.criterion)
                 packed = [f, b, left, right, ml, (total - score) / total]
         v = self.proto.broadcast_hypothesis(packed, PACKED_SIZE)
         stump = Stump(int(v[0]), int(v[1]), int(v[2]), bool(v[4]), right=int(v[3]))

@@ -128,9 +128,12 @@ def train_mpiboost(
     gamma: Optional[float] = None,
     vote: Optional[str] = None,
     valid: Optional[Path] = None,
+    extra: Sequence[str] = (),
 ) -> dict:
     """Train with ``mpiexec -n nproc python -m mpiboost train``; return the summary,
-    the per-round metrics, the model path and the command (as a string)."""
+    the per-round metrics, the model path and the command (as a string).
+
+    ``extra``: further options of the algorithm, as command-line words."""
     rundir = workdir / "runs"
     rundir.mkdir(parents=True, exist_ok=True)
     model, metrics = rundir / f"{name}.model.h5", rundir / f"{name}.metrics.jsonl"
@@ -144,6 +147,7 @@ def train_mpiboost(
             cmd += [flag, value]
     if valid is not None:
         cmd += ["--valid", valid]
+    cmd += list(extra)
     t0 = time.perf_counter()
     proc = run(cmd)
     wall = time.perf_counter() - t0
