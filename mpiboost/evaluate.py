@@ -27,8 +27,8 @@ def _task(model: Model) -> str:
     return "binary" if model.output == "sign" else "multiclass"
 
 
-def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool):
-    shard = load(comm, paths, task=task, classes=model.classes if task else None, bins=model.bins,
+def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool, unseen=None):
+    shard = load(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen, bins=model.bins,
                  dedicated_coordinator=dedicated, keep_raw=model.needs_raw)
     return shard, model.decision_function(shard.cols, shard.X)
 
@@ -65,19 +65,25 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
     classes named by the user's labels. With several domains (several files
     or a domain column) the report also has per-domain errors,
     ``uniform_error`` (their mean) and ``agnostic_error`` (their max).
+    Rows whose label is not one of the model's classes (a rare class absent
+    from the training data) count as errors and are listed in ``unseen``
+    (per label); the confusion matrix and the AUC leave them out.
     """
     task = _task(model)
-    shard, score = _scores(comm, model, paths, task, dedicated_coordinator)
+    unseen: dict = {}
+    shard, score = _scores(comm, model, paths, task, dedicated_coordinator, unseen)
     index = index_of_scores(score)
-    truth = (shard.y == 1).astype(np.int32) if task == "binary" else shard.y
+    truth = np.where(shard.y == 1, 1, np.where(shard.y == -1, 0, -1)) if task == "binary" else shard.y
     wrong = index != truth
+    known = truth >= 0
     k = shard.n_domains
     per_domain = comm.allreduce_int(np.bincount(shard.domain[wrong], minlength=k).astype(np.int64))
     K = model.n_classes
-    confusion = comm.allreduce_int(np.bincount(truth * K + index, minlength=K * K).astype(np.int64)).reshape(K, K)
+    cells = truth[known].astype(np.int64) * K + index[known]
+    confusion = comm.allreduce_int(np.bincount(cells, minlength=K * K).astype(np.int64)).reshape(K, K)
     if task == "binary":
-        all_scores = comm.gatherv(score) if comm.size > 1 else score
-        all_y = comm.gatherv(shard.y) if comm.size > 1 else shard.y
+        all_scores = comm.gatherv(score[known]) if comm.size > 1 else score[known]
+        all_y = comm.gatherv(shard.y[known]) if comm.size > 1 else shard.y[known]
     if not comm.is_center:
         return None
     n = shard.n_global
@@ -86,7 +92,10 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
         report = {"n": n, "error": errors / n, "accuracy": 1 - errors / n, "auc": auc(all_scores, all_y)}
     else:
         report = class_report(confusion, model.classes)
+        report.update(n=n, error=errors / n, accuracy=1 - errors / n)  # unseen labels count as errors
     report["classes"] = [lab.plain(c) for c in model.classes]
+    if unseen:
+        report["unseen"] = {lab.text(v): c for v, c in sorted(unseen.items(), key=lambda kv: str(kv[0]))}
     if k > 1:
         names = shard.domain_names or [str(i) for i in range(k)]
         counts = shard.domain_counts

@@ -94,8 +94,9 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
         shard.y = lab.signed(shard.y)
     vshard = None
     if valid:
-        vshard = load(comm, valid, task=task, classes=shard.classes, dedicated_coordinator=dedicated_coordinator,
-                      bins=shard.bins, keep_raw=raw)
+        # a validation row of a class the training rows lack counts as an error (no model predicts it)
+        vshard = load(comm, valid, task=task, classes=shard.classes, unseen={},
+                      dedicated_coordinator=dedicated_coordinator, bins=shard.bins, keep_raw=raw)
     for p in cls.parameters:
         if p.type is list and algo.params.get(p.name):
             # Files of extra rows (MultiBoost's --q-data): read raw, domains matched to the training domains

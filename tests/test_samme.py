@@ -259,3 +259,29 @@ def test_gini_split_is_scikit_learns_samme():
         assert h.coef == pytest.approx(coef, rel=1e-12)
     error, _ = _run(SAMME, {}, _shard(X, y, list(range(K))), 30)
     assert error.model.feature.tolist() != algo.model.feature.tolist()  # the criterion matters
+
+
+def test_evaluate_counts_labels_the_model_never_saw(tmp_path, capsys):
+    """A rare class missing from the training rows: its test rows are errors, listed under 'unseen'."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((600, 3)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int8)
+    fmt.write_dataset(tmp_path / "train.h5", X, y, classes=["a", "b"])
+    yt = y.copy()
+    yt[:7] = 2
+    fmt.write_dataset(tmp_path / "test.h5", X, yt, classes=["a", "b", "zzz"])
+    model = tmp_path / "m.h5"
+    for algo in ("samme", "adaboost"):
+        assert cli.main(["train", "--algo", algo, "--data", str(tmp_path / "train.h5"), "--rounds", "5", "--model",
+                         str(model), "--valid", str(tmp_path / "test.h5"), "--quiet"]) == 0
+        capsys.readouterr()
+        assert cli.main(["evaluate", "--model", str(model), "--data", str(tmp_path / "test.h5")]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["unseen"] == {"zzz": 7} and report["n"] == 600
+        pred = Model.load(model).predict_raw(X)
+        expected = np.mean(np.where(pred == "b", 1, 0)[7:] != y[7:]) * 593 / 600 + 7 / 600
+        assert report["error"] == pytest.approx(expected, abs=1e-12)
+    # a file none of whose labels is a class of the model is refused
+    fmt.write_dataset(tmp_path / "other.h5", X, np.full(600, 5, np.int8))
+    assert cli.main(["evaluate", "--model", str(model), "--data", str(tmp_path / "other.h5")]) == 2
+    assert "no row holds one of the model's classes" in capsys.readouterr().err

@@ -168,8 +168,9 @@ def lookup(y: np.ndarray, file_classes: Optional[Sequence[Label]], classes: Sequ
 
 
 def signed(index: np.ndarray) -> np.ndarray:
-    """Binary codes: class 0 -> -1, class 1 -> +1 (int8)."""
-    return np.where(np.asarray(index) == 1, 1, -1).astype(np.int8)
+    """Binary codes: class 0 -> -1, class 1 -> +1 (int8); -1 (not a class) -> 0, which no prediction equals."""
+    index = np.asarray(index)
+    return np.where(index == 1, 1, np.where(index == 0, -1, 0)).astype(np.int8)
 
 
 def text(v: Label) -> str:

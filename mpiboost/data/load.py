@@ -189,11 +189,14 @@ def _domain_mode(files: Sequence[FileInfo], domains: str) -> str:
     return domains
 
 
-def _read_targets(comm, files, layout, start, stop, task, mode, classes=None) -> tuple[np.ndarray, np.ndarray, list]:
+def _read_targets(comm, files, layout, start, stop, task, mode, classes=None, unseen=None):
     """This rank's labels (as class codes, see :mod:`.labels`) and domain ids; the class list.
 
-    ``classes`` given: rows must hold one of them (validation, evaluation);
-    otherwise the class list is the union of every rank's label values.
+    ``classes`` given: rows must hold one of them (validation, evaluation),
+    unless ``unseen`` is a dict: then a row of another label gets code -1
+    (0 for binary codes) and ``unseen`` counts such rows per label value over
+    all ranks (an error still if no row holds a class). Otherwise the class
+    list is the union of every rank's label values.
     """
     n_local = stop - start
     raw = np.empty(n_local, dtype=np.int64)
@@ -247,9 +250,26 @@ def _read_targets(comm, files, layout, start, stop, task, mode, classes=None) ->
             fc = getattr(files[fi], "classes", None)
             codes[s] = lab.lookup(raw[s], fc, classes)
             bad = np.nonzero(codes[s] < 0)[0]
-            if bad.size:
+            if bad.size and unseen is None:
                 v = raw[s][bad[0]]
                 raise _bad_label(files[fi].path, r0 + bad[0], fc[v] if fc is not None else v, classes)
+            if bad.size:
+                for v, c in zip(*np.unique(raw[s][bad], return_counts=True)):
+                    key = lab.plain(fc[v] if fc is not None else v)
+                    unseen[key] = unseen.get(key, 0) + int(c)
+    if unseen is not None:
+        parts = comm.allgather(dict(unseen)) if comm.size > 1 else [dict(unseen)]
+        unseen.clear()
+        for part in parts:
+            for k, c in part.items():
+                unseen[k] = unseen.get(k, 0) + c
+        known = comm.allreduce_int(np.array([int((codes >= 0).sum())]))[0]
+        if known == 0 and layout.n > 0:
+            shown = ", ".join(map(str, classes[:8])) + (", ..." if len(classes) > 8 else "")
+            raise CollectiveError(
+                f"{', '.join(f.path for f in files)}: no row holds one of the model's classes ({shown}); "
+                f"the labels found: {', '.join(map(str, sorted(unseen, key=str)[:8]))}"
+            )
     if task == "binary":
         if len(classes) != 2:
             shown = ", ".join(map(str, classes[:8])) + (", ..." if len(classes) > 8 else "")
@@ -273,8 +293,8 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
         names = files[0].domain_names
     labels: dict = {}
     if task is not None:
-        index = (y == 1).astype(np.int64) if task == "binary" else y
-        local = np.bincount(index, minlength=len(classes)).astype(np.int64)
+        index = np.where(y == 1, 1, np.where(y == -1, 0, -1)) if task == "binary" else y
+        local = np.bincount(index[index >= 0], minlength=len(classes)).astype(np.int64)
         labels = dict(zip(classes, comm.allreduce_int(local).tolist()))
     return Shard(
         cols=cols,
@@ -310,6 +330,7 @@ def load(
     *,
     task: Optional[str] = "binary",
     classes: Optional[Sequence] = None,
+    unseen: Optional[dict] = None,
     domains: str = "auto",
     dedicated_coordinator: bool = False,
     bins: Optional[BinMapper] = None,
@@ -335,6 +356,10 @@ def load(
         The class list the labels must belong to (a model's, for validation
         and evaluation data); ``None`` makes it the union of the files'
         label values (``Shard.classes``).
+    unseen
+        With ``classes``: a dict to fill with the rows (per label value) whose
+        label is not one of the classes; they get code -1 (binary: 0), which
+        no prediction equals. ``None``: such a row is an error.
     domains
         ``"auto"``: one domain per file if several files, else the ``domain``
         dataset if present, else a single domain. ``"file"``, ``"column"``,
@@ -360,7 +385,7 @@ def load(
     t0 = clock()
     files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
     mode = _domain_mode(files, domains)
-    y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode, classes)
+    y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode, classes, unseen)
     d = files[0].d
     t_edges = 0.0
     if bins is None:
