@@ -6,6 +6,7 @@ import pytest
 
 import reference as ref
 from mpiboost._ext import _transfer, _weights
+from mpiboost.boost import ALGORITHMS
 from mpiboost.boost.dtradaboost import DTrAdaBoost
 from mpiboost.boost.msdtra import MSDTrA
 from mpiboost.boost.mstra import MSTrA, alpha_a
@@ -18,7 +19,8 @@ from mpiboost.data.synth import transfer as synth_transfer
 from mpiboost.protocol import FIXED_SHIFT, Protocol
 from mpiboost.weak.stump import Stump
 
-ALGOS = {"msdtra": MSDTrA, "mstra": MSTrA, "dtradaboost": DTrAdaBoost, "tradaboost": TrAdaBoost}
+# the transfer algorithms of the registry (those with a target domain)
+ALGOS = {name: cls for name, cls in ALGORITHMS.items() if cls.has("target_domain")}
 
 
 def _proto():

@@ -7,9 +7,6 @@ from mpi_util import run_cli
 
 pytestmark = pytest.mark.mpi
 
-ALGOS = ["msdtra", "mstra", "dtradaboost", "tradaboost"]
-
-
 @pytest.fixture(scope="module")
 def tr_data(tmp_path_factory):
     d = tmp_path_factory.mktemp("tr")

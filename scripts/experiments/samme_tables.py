@@ -2,13 +2,13 @@
 """SAMME on seven UCI multiclass sets, beside scikit-learn's SAMME and LightGBM.
 
 Data sets (from $MPIBOOST_DATASETS, else datasets/ in the repository; see
-datasets/README.md): balance-scale, car, satimage (sat.trn + sat.tst pooled),
+docs/data.md): balance-scale, car, satimage (sat.trn + sat.tst pooled),
 segmentation (.data + .test pooled), mice-protein (the .xls, read with xlrd
 and written as a CSV in the work directory first), yeast, abalone. Every file
 is converted with ``python -m mpiboost convert --format csv`` as a user would
 (car: ``--categorical auto``; abalone: sex one-hot, label = rings; yeast and
 mice-protein: id columns dropped with ``--drop-columns``); the class counts
-are printed and checked against datasets/README.md.
+are printed and checked against the published UCI counts.
 
 Protocol: for every seed s (default 1..5) the pooled rows are shuffled with
 numpy's ``default_rng(s)`` and the first n // 5 become the test set (plain
@@ -67,7 +67,7 @@ CAR_NAMES = "buying,maint,doors,persons,lug_boot,safety,class"
 ABALONE_NAMES = "sex,length,diameter,height,whole_weight,shucked_weight,viscera_weight,shell_weight,rings"
 MICE_DROP = "MouseID,Genotype,Treatment,Behavior"
 
-# name: (title, [files], convert options, expected class counts (datasets/README.md) or None, expected K)
+# name: (title, [files], convert options, expected class counts (the published UCI counts) or None, expected K)
 DATASETS = {
     "balance-scale": ("balance-scale", ["balance-scale/balance-scale.data"],
                       ["--no-header", "--label-column", "0"],
@@ -197,11 +197,11 @@ def full_dataset(args, name: str) -> dict:
     if len(classes) != k_expected:
         problems.append(f"{len(classes)} classes, expected {k_expected}")
     if expected is not None and dict(counts) != expected:
-        problems.append(f"class counts {dict(counts)} differ from datasets/README.md {expected}")
+        problems.append(f"class counts {dict(counts)} differ from the published UCI counts {expected}")
     if name == "abalone":
         sex = {n.split("=", 1)[1]: int(X[:, j].sum()) for j, n in enumerate(names) if n.startswith("sex=")}
         if sex != {"M": 1528, "F": 1307, "I": 1342}:
-            problems.append(f"sex counts {sex} differ from datasets/README.md")
+            problems.append(f"sex counts {sex} differ from the published UCI counts")
     if name == "mice-protein" and int(np.isnan(X).sum()) != 1396:
         problems.append(f"{int(np.isnan(X).sum())} missing cells, expected 1,396")
     if problems:
