@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from ._ext import _exact, _histogram, _projection, _weights
+from ._ext import _exact, _projection, _weights
 
 FIXED_SHIFT = 60  # a unit weight is 2**60 fixed-point units
 SMALL_WINDOW = 4096  # finish the projection search at the center below this many values

@@ -10,6 +10,7 @@ Collective: test_mpi_suite.py re-runs this module under ``mpiexec -n 2, 3, 4``,
 where each run trains on communicators of every size up to the world's. A
 new algorithm is covered by registering it.
 """
+import json
 import os
 
 import numpy as np
@@ -164,3 +165,33 @@ def test_resume_from_a_checkpoint_is_the_uninterrupted_model(task_data, name, ta
     assert resumed.to_json() == full.to_json()
     again = _fit(comms[-1], name, task, mode, task_data, resume=part).model
     assert again.to_json() == full.to_json()
+
+
+@pytest.mark.parametrize("name,task", sorted({(p.values[0], p.values[1]) for p in _cases()}))
+def test_labels_as_text_give_the_same_model_and_come_back(task_data, tmp_path_factory, name, task):
+    """Every algorithm: text labels (a classes attribute) train the model of the integer labels and predict text."""
+    import h5py
+
+    comm = world()
+    tmp = shared_tmpdir(comm)
+    text = os.path.join(tmp, f"text-{task}.h5")
+    with h5py.File(task_data[task], "r") as f:
+        X, y = f["X"][()], f["y"][()]
+        dom = f["domain"][()] if "domain" in f else None
+        names = [v.decode() if isinstance(v, bytes) else str(v) for v in f.attrs.get("domain_names", [])] or None
+    values = sorted(set(y.tolist()))
+    classes = [f"class {k:03d}" for k in range(len(values))]  # text that sorts as the integers do
+    if comm.is_center:
+        fmt.write_dataset(text, X, np.searchsorted(values, y).astype(np.int8), dom, domain_names=names,
+                          classes=classes)
+    comm.barrier()
+    paths = dict(task_data, **{task: text})
+    comm0 = comms_of_every_size()[0]
+    plain = _fit(comm0, name, task, None, task_data).model
+    labelled = _fit(comm0, name, task, None, paths).model
+    assert plain.classes == values and labelled.classes == classes
+    a, b = (json.loads(m.to_json()) for m in (plain, labelled))
+    assert a["ensemble"] == b["ensemble"] and a["bin_edges"] == b["bin_edges"]
+    pred = labelled.predict_raw(X.astype(np.float64))
+    assert set(pred.tolist()) <= set(classes)
+    assert np.array_equal(plain.predict_raw(X.astype(np.float64)), np.asarray(values)[[classes.index(p) for p in pred]])

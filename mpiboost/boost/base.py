@@ -267,6 +267,19 @@ class Algorithm(ABC):
         """The final ensemble."""
         return self.model
 
+    def new_model(self, data, **extra) -> Model:
+        """An empty ensemble of this algorithm for ``data`` (bins, class list, names); ``extra``: further fields."""
+        return Model(
+            algorithm=self.name,
+            params=self.params,
+            bins=data.bins,
+            vote=self.vote,
+            feature_names=data.feature_names,
+            classes=data.classes,
+            domain_names=data.domain_names,
+            **extra,
+        )
+
     def rng(self, t: int) -> np.random.Generator:
         """Round ``t``'s random numbers (the same on every rank)."""
         return np.random.default_rng([self.seed, int(t)])

@@ -53,7 +53,6 @@ from typing import Optional
 import numpy as np
 
 from .._ext import _exact, _histogram, _multiboost
-from ..model import Model
 from ..protocol import Protocol
 from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param
@@ -242,23 +241,12 @@ class MultiBoost(Algorithm):
         self.domain = np.ascontiguousarray(data.domain, dtype=np.int32)
         self._binary = _histogram.binary_columns(data.cols)
         self.n_bins = np.ascontiguousarray(data.bins.n_bins, dtype=np.int64)
-        self.model = Model(
-            algorithm=self.name,
-            params=self.params,
-            bins=data.bins,
-            vote=self.vote,
-            feature_names=data.feature_names,
-            domain_classifier=self.clf,
-            domain_names=data.domain_names,
-        )
+        self.model = self.new_model(data, domain_classifier=self.clf)
         self._pending: Optional[tuple] = None
         self._next_phi: Optional[np.ndarray] = None
         self._hists: Optional[np.ndarray] = None
         self._last_eta: Optional[float] = None
         self._passes = 0
-
-    def finish(self) -> Model:
-        return self.model
 
     # ---------------------------------------------------------------- rounds
     def _phi(self) -> np.ndarray:

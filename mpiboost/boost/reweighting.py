@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import Model
 from ..protocol import Protocol
 from ..weak.stump import Stump, StumpLearner
 from .base import Algorithm, domain_index
@@ -50,15 +49,7 @@ class Reweighting(Algorithm):
         self._version = 0  # bumped whenever the weights change
         self._masses_key = None
         self.learner = self.make_learner(data, proto)
-        self.model = Model(
-            algorithm=self.name,
-            params=self.params,
-            bins=data.bins,
-            vote=self.vote,
-            feature_names=data.feature_names,
-            classes=data.classes,
-            output=self.learner.output,
-        )
+        self.model = self.new_model(data, output=self.learner.output)
 
     def make_learner(self, data, proto: Protocol):
         """The weak learner (binary stumps; SAMME overrides it with class stumps)."""

@@ -39,7 +39,6 @@ from typing import Optional
 import numpy as np
 
 from .._ext import _exact, _histogram, _transfer, _weights
-from ..model import Model
 from ..protocol import FIXED_SHIFT, Protocol
 from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param, domain_index
@@ -175,21 +174,11 @@ class TransferBoosting(Algorithm):
         self.beta_a = beta_a(self.n_source, self.rounds)
         self._cache: Optional[tuple] = None
         self._version = 0
-        self.model = Model(
-            algorithm=self.name,
-            params=self.params,
-            bins=data.bins,
-            vote=self.vote,
-            feature_names=data.feature_names,
-            domain_names=data.domain_names,
-        )
+        self.model = self.new_model(data)
 
     def _name(self, k: int) -> str:
         names = self.data.domain_names
         return str(names[k]) if names and k < len(names) else str(k)
-
-    def finish(self) -> Model:
-        return self.model
 
     # ---------------------------------------------------------- candidates
     def candidate_domains(self) -> list:
