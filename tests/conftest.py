@@ -18,7 +18,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def datasets():
-    """The shared real datasets folder; skips the test if it is absent."""
+    """The public data sets folder ($MPIBOOST_DATASETS or datasets/); skips the test if it is absent."""
     if not DATASETS.is_dir():
-        pytest.skip(f"shared datasets not found at {DATASETS}")
+        pytest.skip(f"public data sets not found at {DATASETS} (set MPIBOOST_DATASETS)")
     return DATASETS

@@ -91,7 +91,7 @@ def reference_one_hot(rows, names, label, domain, categories):
 def adult(tmp_path_factory):
     """adult.data converted once: (folder, categories, train reference rows)."""
     if not DATASETS.is_dir():
-        pytest.skip(f"shared datasets not found at {DATASETS}")
+        pytest.skip(f"public data sets not found at {DATASETS} (set MPIBOOST_DATASETS)")
     root = tmp_path_factory.mktemp("adult")
     src = DATASETS / "adult" / "adult.data"
     assert cli(*adult_args(src, root / "train.h5", "--categorical", "auto",
