@@ -249,19 +249,24 @@ PEERS: dict[str, tuple[str, str, Callable]] = {
 }
 
 
-def available_peers(wanted: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(usable peer keys, notes about the skipped ones)."""
+def importable(wanted: Sequence[tuple[str, str, str]]) -> tuple[list[str], list[str]]:
+    """Of ``(key, title, module)`` triples, the keys whose module imports, and notes about the others."""
     ok, notes = [], []
-    for key in wanted:
-        if key not in PEERS:
-            sys.exit(f"error: unknown peer {key!r}; choose from {', '.join(PEERS)}")
-        title, module, _ = PEERS[key]
+    for key, title, module in wanted:
         try:
             __import__(module)
             ok.append(key)
         except ImportError:
             notes.append(f"{title}: skipped ({module} is not installed).")
     return ok, notes
+
+
+def available_peers(wanted: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(usable peer keys, notes about the skipped ones)."""
+    for key in wanted:
+        if key not in PEERS:
+            sys.exit(f"error: unknown peer {key!r}; choose from {', '.join(PEERS)}")
+    return importable([(key, PEERS[key][0], PEERS[key][1]) for key in wanted])
 
 
 # ----------------------------------------------------------------- tables

@@ -314,15 +314,7 @@ def method_keys(args, peers) -> list[tuple[str, str]]:
 
 
 def available(peers: list[str]) -> tuple[list[str], list[str]]:
-    ok, notes = [], []
-    for p in peers:
-        mod = "sklearn" if p == "sklearn" else "lightgbm"
-        try:
-            __import__(mod)
-            ok.append(p)
-        except ImportError:
-            notes.append(f"{p}: skipped ({mod} is not installed).")
-    return ok, notes
+    return C.importable([(p, p, "sklearn" if p == "sklearn" else "lightgbm") for p in peers])
 
 
 def run_all(args, rec: C.Records, peers: list[str]) -> dict:
