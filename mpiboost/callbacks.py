@@ -32,6 +32,7 @@ class RoundEnv:
     is_center: bool
     metrics: dict = field(default_factory=dict)  # the last round's metrics
     summary: dict = field(default_factory=dict)  # filled for on_train_end
+    run: dict = field(default_factory=dict)  # what the model belongs to: seed, data fingerprint (checkpoints)
 
 
 class Callback:
@@ -75,43 +76,137 @@ class ProgressBar(Callback):
             self.bar.close()
 
 
-class MetricsLog(Callback):
-    """Write one JSON object per round (and a final summary object) to a JSONL file."""
+class _Writer(Callback):
+    """A callback that writes a file on the center; a failed write is recorded, never fatal.
+
+    A full disk or a lost mount must not end hours of training: the writer
+    warns once, stops writing, and :attr:`failure` says what happened, so the
+    command can save the model and then exit with code 2 naming the file.
+    """
+
+    option = "output"
+
+    def __init__(self) -> None:
+        self.failure: Optional[str] = None
+
+    def _failed(self, path: str, exc: Exception) -> None:
+        if self.failure is None:
+            from .atomic import why
+
+            self.failure = f"{self.option} {path}: {why(exc)}"
+            print(f"mpiboost: warning: {self.failure}; no longer written, training goes on", file=sys.stderr,
+                  flush=True)
+
+
+class MetricsLog(_Writer):
+    """Write one JSON object per round (and a final summary object) to a JSONL file.
+
+    With ``append`` (a resumed run), the records of rounds after the
+    checkpoint, which the resumed run repeats, and the earlier summaries are
+    dropped first, so the file holds each round once.
+    """
+
+    option = "--metrics"
 
     def __init__(self, path: str | os.PathLike, append: bool = False) -> None:
+        super().__init__()
         self.path = os.fspath(path)
         self.append = append
         self.file: Any = None
 
     def on_train_begin(self, env: RoundEnv) -> None:
-        if env.is_center:
+        if not env.is_center:
+            return
+        try:
+            if self.append and os.path.exists(self.path):
+                keep_rounds_up_to(self.path, env.t)
             self.file = open(self.path, "a" if self.append else "w", encoding="utf-8")
+        except OSError as exc:
+            self._failed(self.path, exc)
+
+    def _write(self, record: dict) -> None:
+        if self.file is None:
+            return
+        try:
+            self.file.write(json.dumps(record, sort_keys=True) + "\n")
+            self.file.flush()
+        except OSError as exc:
+            self._close()
+            self._failed(self.path, exc)
+
+    def _close(self) -> None:
+        f, self.file = self.file, None
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass
 
     def on_round_end(self, env: RoundEnv) -> None:
-        if self.file is not None:
-            self.file.write(json.dumps(env.metrics, sort_keys=True) + "\n")
-            self.file.flush()
+        self._write(env.metrics)
 
     def on_train_end(self, env: RoundEnv) -> None:
+        self._write({"summary": env.summary})
         if self.file is not None:
-            self.file.write(json.dumps({"summary": env.summary}, sort_keys=True) + "\n")
-            self.file.close()
+            try:
+                self.file.close()
+            except OSError as exc:
+                self._failed(self.path, exc)
             self.file = None
 
 
-class Checkpoint(Callback):
-    """Save the partial model every ``every`` rounds (atomically) on the center."""
+def keep_rounds_up_to(path: str, t: int) -> None:
+    """Rewrite a metrics log (atomically) keeping the round records of rounds ``<= t`` only."""
+    from .atomic import atomic_path
 
-    def __init__(self, path: str | os.PathLike, every: int = 10) -> None:
+    with open(path, "rb") as f:
+        lines = f.read().splitlines()
+    kept = []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line cut short when the earlier run was killed
+        if isinstance(rec, dict) and isinstance(rec.get("round"), int) and rec["round"] <= t:
+            kept.append(line)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(b"".join(line + b"\n" for line in kept))
+
+
+class Checkpoint(_Writer):
+    """Save the partial model every ``every`` rounds (atomically) on the center.
+
+    The run's record (``env.run``: seed, data fingerprint) is stored in the
+    checkpoint's ``info["checkpoint"]``, so ``--resume`` can refuse a
+    checkpoint of another run. A checkpoint never loses rounds: with ``keep`` (the rounds
+    of the checkpoint being resumed) a shorter model is not saved over it.
+    """
+
+    option = "--checkpoint"
+
+    def __init__(self, path: str | os.PathLike, every: int = 10, keep: int = 0) -> None:
+        super().__init__()
         if every < 1:
             raise ValueError("checkpoint interval must be at least 1")
         self.path = os.fspath(path)
         self.every = every
+        self.keep = int(keep)
+
+    def _save(self, env: RoundEnv) -> None:
+        model = env.model
+        if self.failure is not None or model.n_rounds < self.keep:
+            return
+        ckpt = Model(**{**model.__dict__, "info": {**model.info, "checkpoint": env.run}})
+        try:
+            ckpt.save(self.path)
+        except (OSError, RuntimeError) as exc:
+            self._failed(self.path, exc)
 
     def on_round_end(self, env: RoundEnv) -> None:
         if env.is_center and env.t % self.every == 0:
-            env.model.save(self.path)
+            self._save(env)
 
     def on_train_end(self, env: RoundEnv) -> None:
         if env.is_center:
-            env.model.save(self.path)
+            self._save(env)

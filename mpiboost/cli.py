@@ -52,12 +52,20 @@ def cmd_synth(args: argparse.Namespace) -> int:
     from .data import format as fmt
     from .data import synth
 
+    from .outputs import check_outputs
+
     gen = synth.module(args.generator)
     options = {k: v for k, v in vars(args).items() if k not in _COMMON_SYNTH}
     if args.n < 1:
         raise InputError(f"--n must be at least 1, got {args.n}")
+    if args.n > MAX_SYNTH_ROWS:
+        raise InputError(f"--n {args.n}: synth writes at most {MAX_SYNTH_ROWS:,} rows per file")
     if not 0.0 <= args.noise <= 1.0:
         raise InputError(f"--noise must be in [0, 1], got {args.noise}")
+    for name in ("seed", "task_seed"):
+        if not 0 <= getattr(args, name) < 2**63:
+            raise InputError(f"--{name.replace('_', '-')} must be in 0..2^63-1, got {getattr(args, name)}")
+    check_outputs([("--out", args.out)], [])
     try:
         data = gen.generate(n=args.n, noise=args.noise, seed=args.seed, task_seed=args.task_seed, **options)
     except ValueError as exc:
@@ -68,6 +76,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_SYNTH_ROWS = 10**9
 _COMMON_SYNTH = {"command", "func", "generator", "n", "noise", "seed", "task_seed", "out", "split_domains"}
 
 
@@ -112,7 +121,9 @@ def _write_synth(fmt, data, out: str, split: bool) -> list[str]:
 @_serial
 def cmd_convert(args: argparse.Namespace) -> int:
     from .data import convert
+    from .outputs import check_outputs
 
+    check_outputs([("--out", args.out)], [("IN", f) for f in args.input])
     return convert.run(args)
 
 
@@ -146,10 +157,16 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _comm(args: argparse.Namespace):
+def _start(args: argparse.Namespace):
+    """The job's communicator, with this rank's watchdog running (``--stall-timeout``)."""
     from . import comm as comm_mod
+    from . import watchdog
+    from .train_cli import stall_timeout
 
-    return comm_mod.world()
+    timeout = stall_timeout(args.stall_timeout)
+    comm = comm_mod.world()
+    watchdog.start(comm, timeout)
+    return comm
 
 
 def _truncate(model, rounds: int):
@@ -165,18 +182,26 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from .evaluate import predict, write_predictions
     from .model import Model
 
-    comm = _comm(args)
+    from .outputs import check_outputs
+
+    comm = _start(args)
     with comm.collective_guard():
+        if comm.is_center:
+            check_outputs([("--out", args.out)], [("--model", args.model)] + [("--data", f) for f in args.data])
         model = _truncate(Model.load(args.model), args.rounds)
     values = predict(comm, model, args.data, scores=args.scores, dedicated_coordinator=args.dedicated_coordinator)
-    if comm.is_center:
-        if not args.scores:
-            header = "prediction"
-        elif values.ndim == 2:
-            header = ",".join(f"score_{lab.text(c)}" for c in model.classes)
-        else:
-            header = "score"
-        write_predictions(args.out, values, header)
+    with comm.collective_guard():
+        if comm.is_center:
+            if not args.scores:
+                header = "prediction"
+            elif values.ndim == 2:
+                header = ",".join(f"score_{lab.text(c)}" for c in model.classes)
+            else:
+                header = "score"
+            try:
+                write_predictions(args.out, values, header)
+            except OSError as exc:
+                raise InputError(f"could not write --out {args.out} ({exc.strerror or exc})") from None
     return 0
 
 
@@ -184,12 +209,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
     from .model import Model
 
-    comm = _comm(args)
+    comm = _start(args)
     with comm.collective_guard():
         model = _truncate(Model.load(args.model), args.rounds)
     report = evaluate(comm, model, args.data, dedicated_coordinator=args.dedicated_coordinator)
     if comm.is_center:
-        print(json.dumps(report, sort_keys=True))
+        print(json.dumps(report, sort_keys=True), flush=True)
+    comm.barrier()  # no rank stops its watchdog while the center still works
     return 0
 
 
@@ -205,11 +231,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Collective: load, validate and bin the data as training would, and report."""
     import time
 
-    from . import comm as comm_mod
     from .data import labels as lab
     from .data.load import load
 
-    comm = comm_mod.world()
+    comm = _start(args)
     t0 = time.perf_counter()
     shard = load(
         comm,
@@ -239,7 +264,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             "seconds": round(seconds, 3),
             "bytes": comm.bytes.totals(),
         }
-        print(json.dumps(report, sort_keys=True))
+        print(json.dumps(report, sort_keys=True), flush=True)
+    comm.barrier()
     return 0
 
 
@@ -250,6 +276,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from . import comm as comm_mod
     from ._ext import _openmp
 
+    from .train_cli import check_threads
+
+    check_threads(args.threads)
     comm = comm_mod.world()
     threads = args.threads or comm.default_threads()
     _openmp.set_num_threads(threads)
@@ -281,8 +310,19 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- parser
+class Parser(argparse.ArgumentParser):
+    """argparse with mpiboost's error policy: exit 2 and one ``mpiboost: error:`` line, printed by rank 0 only.
+
+    Under ``mpiexec -n K`` every rank parses the same arguments, so a usage
+    error is agreed without communication (a CollectiveError: no MPI needed).
+    """
+
+    def error(self, message: str):
+        raise CollectiveError(f"{self.prog}: {message} (`{self.prog} --help` lists the options)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="mpiboost",
         description="Distributed boosting over the ranks of an MPI job.",
         epilog="Run `mpiboost COMMAND --help` for a command's options.",
@@ -331,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object per file")
     p.set_defaults(func=cmd_info)
 
-    from .train_cli import DESCRIPTION
+    from .train_cli import DESCRIPTION, add_stall_timeout
 
     # `train` is parsed by mpiboost.train_cli (its options depend on --algo); this entry is for the command list.
     sub.add_parser("train", help="train a model (run under mpiexec/srun)", description=DESCRIPTION, add_help=False)
@@ -344,6 +384,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the ensemble score instead of the label (one column per class for a multiclass model)")
     p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T rounds (default: all)")
     p.add_argument("--dedicated-coordinator", action="store_true")
+    add_stall_timeout(p)
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser(
@@ -357,6 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
     p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T rounds (default: all)")
     p.add_argument("--dedicated-coordinator", action="store_true")
+    add_stall_timeout(p)
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("export", help="canonical JSON of a model", description="Print the model as canonical JSON.")
@@ -375,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "multiclass, or none (not read)")
     p.add_argument("--domains", choices=("auto", "file", "column", "none"), default="auto", help="domain rule (default auto)")
     p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 holds no rows")
+    add_stall_timeout(p)
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser(
@@ -395,10 +438,14 @@ def guarded(func, *args) -> int:
     and aborts the job with code 2; any other exception prints its traceback
     and aborts with code 1. So no rank is left waiting in a collective.
     """
+    from . import watchdog
     from .comm import abort_world, mpi_started, world_rank
 
     try:
-        return int(func(*args) or 0)
+        try:
+            return int(func(*args) or 0)
+        finally:
+            watchdog.stop()  # every rank ends here together (or aborts): no heartbeat is missed
     except CollectiveError as exc:
         # Before MPI starts (argument errors) the launcher's rank variables tell who prints.
         if (world_rank() if mpi_started() else launch_rank()) == 0:
@@ -408,6 +455,11 @@ def guarded(func, *args) -> int:
         print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
         abort_world(exc.exit_code)
         return exc.exit_code
+    except MemoryError:
+        print("mpiboost: error: out of memory on this rank: spread the rows over more ranks or nodes, or give "
+              "each rank more memory", file=sys.stderr, flush=True)
+        abort_world(2)
+        return 2
     except KeyboardInterrupt:
         abort_world(130)
         return 130
@@ -436,5 +488,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["train"]:
         return guarded(_train, argv[1:])
+    return guarded(_dispatch, argv)
+
+
+def _dispatch(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
-    return guarded(args.func, args)
+    return args.func(args)

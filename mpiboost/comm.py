@@ -28,6 +28,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
+from . import watchdog
 from .errors import CollectiveError, InputError
 
 _MPI = None
@@ -111,9 +112,11 @@ def _timed(method):
             return method(self, *args, **kwargs)
         self._depth += 1
         t0 = time.perf_counter()
+        watchdog.enter_mpi()  # waiting here for a peer is not a stall of this rank
         try:
             return method(self, *args, **kwargs)
         finally:
+            watchdog.leave_mpi()
             self._depth -= 1
             self.bytes.add_time(self._primitive, time.perf_counter() - t0)
 
@@ -374,7 +377,11 @@ class Comm:
         if self.size == 1:
             results = [local]
         else:
-            results = self.mpi.allgather(local)
+            watchdog.enter_mpi()
+            try:
+                results = self.mpi.allgather(local)
+            finally:
+                watchdog.leave_mpi()
         failed = [(r, f) for r, f in enumerate(results) if f is not None]
         if not failed:
             return
@@ -414,13 +421,21 @@ class Comm:
             node.Free()
 
     def default_threads(self) -> int:
-        """Threads per rank: ``OMP_NUM_THREADS`` if set, else usable cores / ranks on the node."""
-        env = os.environ.get("OMP_NUM_THREADS")
-        if env:
-            try:
-                return max(1, int(env.split(",")[0]))
-            except ValueError:
-                pass
+        """Threads per rank, from the launcher's allocation when it gives one.
+
+        ``OMP_NUM_THREADS`` if set (PBS sets it to the job's ``ncpus``), else
+        Slurm's ``SLURM_CPUS_PER_TASK``, else the cores this process may run
+        on: all of them if the launcher pinned it, else the node's cores shared
+        by the job's ranks on the node -- one thread per rank when there are
+        as many ranks as cores, or more.
+        """
+        for var in ("OMP_NUM_THREADS", "SLURM_CPUS_PER_TASK"):
+            env = os.environ.get(var)
+            if env:
+                try:
+                    return max(1, int(env.split(",")[0].split("(")[0]))
+                except ValueError:
+                    pass
         try:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # pragma: no cover - not Linux

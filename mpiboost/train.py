@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import boost
+from . import boost, watchdog
 from ._ext import _openmp
 from .boost.base import Algorithm, Hypothesis
 from .callbacks import Callback, RoundEnv
@@ -167,21 +167,68 @@ def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Proto
 
 
 # ---------------------------------------------------------------- resuming
-def check_resume(ckpt: Model, algo: Algorithm) -> None:
-    """A checkpoint must come from the same algorithm with the same parameters."""
+def comparable_params(algo: Algorithm) -> dict:
+    """The parameters as a model records them (files of list parameters by their names only)."""
+    out = dict(algo.params)
+    for p in type(algo).parameters:
+        if p.type is list and out.get(p.name):
+            out[p.name] = [os.path.basename(str(f)) for f in out[p.name]]
+    return out
+
+
+def run_record(comm, data: Sequence[str], seed: int) -> dict:
+    """Collective: what a checkpoint of this run records (seed, fingerprint of the training files)."""
+    from .data.fingerprint import fingerprint
+    from .data.format import inspect
+
+    with comm.collective_guard():
+        for path in data:
+            inspect(path)  # the schema first: a bad file is reported as such, not as a fingerprint failure
+        fp = fingerprint(data)
+    return {"seed": int(seed), "data": fp}
+
+
+def checkpoint_record(ckpt: Model) -> Optional[dict]:
+    """The run a checkpoint records (seed, data fingerprint), or None for a model saved otherwise."""
+    record = ckpt.info.get("checkpoint") if isinstance(ckpt.info, dict) else None
+    return record if isinstance(record, dict) else None
+
+
+def check_resume(ckpt: Model, algo: Algorithm, run: Optional[dict] = None) -> None:
+    """A checkpoint must come from this run: same algorithm, seed and training data (before loading).
+
+    Raises CollectiveError saying what differs (every rank decides alike).
+    The parameters are compared by :func:`check_resume_params` once the
+    algorithm has resolved them against the data (domain names to ids).
+    """
+    from .data.fingerprint import differences
+
     if ckpt.algorithm != algo.name:
         raise CollectiveError(f"checkpoint was made by {ckpt.algorithm}, not {algo.name}")
-    params = algo.params
+    record = checkpoint_record(ckpt)
+    if run is None or record is None:
+        return  # a partial model without a record (the API): the caller vouches for it
+    if record.get("seed") != run["seed"]:
+        raise CollectiveError(f"checkpoint was made with --seed {record.get('seed')}, this run has --seed {run['seed']}")
+    diff = differences(record.get("data") or [], run["data"])
+    if diff:
+        raise CollectiveError("checkpoint was made on other training data: " + "; ".join(diff[:4]))
+
+
+def check_resume_params(ckpt: Model, algo: Algorithm) -> None:
+    """The checkpoint's parameters must be this run's (CollectiveError naming each that differs)."""
+    params = comparable_params(algo)
     differ = sorted(k for k in set(ckpt.params) | set(params) if ckpt.params.get(k) != params.get(k))
     if differ:
-        raise CollectiveError("checkpoint parameters differ from this run's: " + ", ".join(differ))
+        shown = "; ".join(f"{k}: {ckpt.params.get(k)!r} then, {params.get(k)!r} now" for k in differ)
+        raise CollectiveError("checkpoint parameters differ from this run's: " + shown)
 
 
 def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard, proto) -> int:
     """Collective: re-apply a checkpoint's rounds (``apply`` only); the number of rounds done."""
     if resume is None:
         return 0
-    check_resume(resume, algo)
+    check_resume_params(resume, algo)
     done = 0
     for _, members in resume.truncated(min(rounds, resume.n_rounds)).rounds():
         (stump, coef, k), rest = members[0], members[1:]
@@ -216,10 +263,10 @@ def round_metrics(t: int, h: Hypothesis, out: dict, n_train: int, verr: Optional
 
 
 def run_rounds(comm, algo: Algorithm, inputs: _Inputs, scorer, proto, done: int, rounds: int,
-               callbacks: Sequence[Callback]) -> tuple[str, dict, dict]:
+               callbacks: Sequence[Callback], run: Optional[dict] = None) -> tuple[str, dict, dict]:
     """Collective: rounds ``done + 1 .. rounds``; (stop reason, last round's metrics, seconds per phase)."""
     clock = time.perf_counter
-    env = RoundEnv(t=done, rounds=rounds, model=algo.model, is_center=comm.is_center)
+    env = RoundEnv(t=done, rounds=rounds, model=algo.model, is_center=comm.is_center, run=run)
     for cb in callbacks:
         cb.on_train_begin(env)
     stop_reason = "rounds"
@@ -242,6 +289,7 @@ def run_rounds(comm, algo: Algorithm, inputs: _Inputs, scorer, proto, done: int,
         seconds = {"select": t1 - t0, "apply": t2 - t1, "valid": t3 - t2}
         last = round_metrics(t, h, out, inputs.shard.n_global, verr, comm.bytes.take_round(), seconds)
         env.t, env.metrics = t, last
+        watchdog.tick()
         stop = False
         for cb in callbacks:
             stop = bool(cb.on_round_end(env)) or stop
@@ -320,7 +368,8 @@ def train(
     resume
         A partial model (checkpoint) of the same run: its rounds are replayed
         (``apply`` only) and training continues after them, giving the same
-        model as an uninterrupted run.
+        model as an uninterrupted run. A checkpoint of another algorithm,
+        parameters, seed or training data is refused (CollectiveError).
 
     Returns
     -------
@@ -330,6 +379,9 @@ def train(
     clock = time.perf_counter
     t_start = clock()
     algo = make_algorithm(algorithm, params, rounds)
+    run = run_record(comm, data, seed)
+    if resume is not None:
+        check_resume(resume, algo, run)  # before any work
     n_threads = threads or comm.default_threads()
     _openmp.set_num_threads(n_threads)
     inputs = load_inputs(comm, algo, data, valid, seed=seed, dedicated_coordinator=dedicated_coordinator)
@@ -339,7 +391,7 @@ def train(
     comm.bytes.take_round()  # loading, binning, setup and replay are not part of round 1
     t_rounds = clock()
     sent_before = comm.bytes.sent
-    stop_reason, last, phase = run_rounds(comm, algo, inputs, scorer, proto, done, rounds, callbacks)
+    stop_reason, last, phase = run_rounds(comm, algo, inputs, scorer, proto, done, rounds, callbacks, run)
     t_end = clock()
     model = algo.finish()
     model.info = {
@@ -352,7 +404,7 @@ def train(
     seconds = {"total": t_end - t_start, "load": inputs.seconds, "rounds": t_end - t_rounds}
     summary = summarize(comm, proto, algo, model, inputs, stop_reason=stop_reason, last=last, phase=phase,
                         threads=n_threads, seconds=seconds, sent_before=sent_before)
-    env = RoundEnv(t=model.n_rounds, rounds=rounds, model=model, is_center=comm.is_center, summary=summary)
+    env = RoundEnv(t=model.n_rounds, rounds=rounds, model=model, is_center=comm.is_center, summary=summary, run=run)
     for cb in callbacks:
         cb.on_train_end(env)
     return TrainResult(model, summary)

@@ -13,7 +13,7 @@ import argparse
 import os
 from typing import Optional, Sequence
 
-from .errors import CollectiveError, InputError
+from .errors import CollectiveError
 
 DESCRIPTION = (
     "Train a boosted stump ensemble on data spread over the ranks (run under mpiexec/srun). "
@@ -46,7 +46,66 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
     p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 coordinates and holds no rows")
     p.add_argument("--threads", type=int, default=0, help="OpenMP threads per rank (default: cores / ranks on the node)")
+    add_stall_timeout(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_stall_timeout(p: argparse.ArgumentParser) -> None:
+    """``--stall-timeout S``: the watchdog's bound (every command that runs on several ranks has it)."""
+    from .watchdog import DEFAULT_TIMEOUT
+
+    p.add_argument("--stall-timeout", type=float, default=None, metavar="S",
+                   help="end the job (exit 2, naming the rank) when a rank makes no progress for S seconds: "
+                   f"stopped, stuck in I/O or cut off from the network; 0 turns the watchdog off (default "
+                   f"$MPIBOOST_STALL_TIMEOUT or {DEFAULT_TIMEOUT:g})")
+
+
+def stall_timeout(value: Optional[float]) -> float:
+    """The watchdog bound in seconds from ``--stall-timeout`` or ``$MPIBOOST_STALL_TIMEOUT`` (0: off)."""
+    import math
+
+    from .watchdog import DEFAULT_TIMEOUT
+
+    where = "--stall-timeout"
+    if value is None:
+        env = os.environ.get("MPIBOOST_STALL_TIMEOUT")
+        if not env:
+            return DEFAULT_TIMEOUT
+        where = "MPIBOOST_STALL_TIMEOUT"
+        try:
+            value = float(env)
+        except ValueError:
+            raise CollectiveError(f"{where}={env!r}: expected a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise CollectiveError(f"{where} {value}: needs a number of seconds >= 0 (0: no watchdog)")
+    if 0 < value < 1:
+        raise CollectiveError(f"{where} {value}: below 1 s a busy but healthy rank would be taken for a stopped one")
+    return float(value)
+
+
+MAX_SEED = 2**63 - 1
+
+
+def check_common(args: argparse.Namespace) -> None:
+    """The common options' values (every rank alike: an agreed error, printed once)."""
+    if args.rounds < 1:
+        raise CollectiveError(f"--rounds must be at least 1, got {args.rounds}")
+    if not 0 <= args.seed <= MAX_SEED:
+        raise CollectiveError(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
+    if args.checkpoint_every < 1:
+        raise CollectiveError(f"--checkpoint-every must be at least 1, got {args.checkpoint_every}")
+    check_threads(args.threads)
+    if args.resume and not args.checkpoint:
+        raise CollectiveError("--resume needs --checkpoint FILE")
+    if args.checkpoint_every != 10 and not args.checkpoint:
+        raise CollectiveError("--checkpoint-every needs --checkpoint FILE")
+
+
+def check_threads(threads: int) -> None:
+    """``--threads``: 0 (automatic) or 1 .. a few times the node's cores."""
+    top = max(64, 4 * (os.cpu_count() or 1))
+    if not 0 <= threads <= top:
+        raise CollectiveError(f"--threads must be 0 (automatic) or 1..{top} on this node, got {threads}")
 
 
 def _help(param) -> str:
@@ -83,7 +142,9 @@ def parser_for(algo: Optional[str]) -> argparse.ArgumentParser:
     algos = _algorithms()
     lines = [f"  {name:<14} {cls.summary} [{', '.join(cls.tasks)}]" for name, cls in sorted(algos.items())]
     epilog = "algorithms:\n" + "\n".join(lines) + "\n\n`mpiboost train --algo ALGO --help` lists ALGO's own options."
-    p = argparse.ArgumentParser(
+    from .cli import Parser
+
+    p = Parser(
         prog="mpiboost train",
         description=DESCRIPTION,
         epilog=epilog if algo is None else None,
@@ -128,14 +189,14 @@ def training_files(args: argparse.Namespace) -> list:
     """``--data``, or ``--target`` followed by the ``--source`` files (domain 0 is the target)."""
     if args.target:
         if args.data:
-            raise InputError("give either --data or --target/--source, not both")
+            raise CollectiveError("give either --data or --target/--source, not both")
         if not args.source:
-            raise InputError("--target needs at least one --source file")
+            raise CollectiveError("--target needs at least one --source file")
         return [args.target, *args.source]
     if args.source:
-        raise InputError("--source needs --target T.h5")
+        raise CollectiveError("--source needs --target T.h5")
     if not args.data:
-        raise InputError("give the training data: --data F.h5 [...] or --target T.h5 --source S.h5 [...]")
+        raise CollectiveError("give the training data: --data F.h5 [...] or --target T.h5 --source S.h5 [...]")
     return list(args.data)
 
 
@@ -147,39 +208,90 @@ def algorithm_params(args: argparse.Namespace) -> dict:
     params = {p.name: getattr(args, p.name) for p in cls.parameters if p.cli and getattr(args, p.name, None) is not None}
     if args.target:
         if "transfer" not in cls.tasks:
-            raise InputError(f"--target/--source are for the algorithms with the transfer task "
+            raise CollectiveError(f"--target/--source are for the algorithms with the transfer task "
                              f"({', '.join(boost.with_task('transfer'))}), not {cls.name}")
         # domain 0 is the target: the transfer algorithms' target, the baselines' only training domain
         key = "target_domain" if cls.has("target_domain") else "train_domain"
         if key in params:
-            raise InputError(f"{cls.declared(key).flag} is set by --target (domain 0); give it with --data only")
+            raise CollectiveError(f"{cls.declared(key).flag} is set by --target (domain 0); give it with --data only")
         params[key] = 0
     return params
 
 
+def _inputs(args: argparse.Namespace, data: Sequence[str], params: dict) -> list:
+    """Every file the run reads, with its option (outputs must differ from all of them)."""
+    files = [("--target" if args.target and i == 0 else "--source" if args.target else "--data", f)
+             for i, f in enumerate(data)]
+    files += [("--valid", f) for f in args.valid or ()]
+    from . import boost
+
+    for p in boost.get(args.algo).parameters:
+        if p.type is list:
+            files += [(p.flag, f) for f in params.get(p.name) or ()]
+    return files
+
+
+def save_model(model, path: str) -> Optional[str]:
+    """Save ``model`` to ``path``; on a failed write keep it elsewhere: the error message (None: saved).
+
+    The trained model is never lost to a full disk or a vanished directory at
+    the end of a run: it goes to the first of the temporary directory, the
+    working directory and the home directory that takes it.
+    """
+    import tempfile
+
+    from .atomic import why as reason
+
+    try:
+        model.save(path)
+        return None
+    except (OSError, RuntimeError) as exc:
+        why = reason(exc)
+    name = f"mpiboost-rescued-{os.getpid()}-{os.path.basename(path) or 'model.h5'}"
+    for folder in (tempfile.gettempdir(), os.getcwd(), os.path.expanduser("~")):
+        rescue = os.path.join(folder, name)
+        try:
+            model.save(rescue)
+        except (OSError, RuntimeError):
+            continue
+        return f"could not write --model {path} ({why}); the trained model was saved to {rescue}"
+    return f"could not write --model {path} ({why}), nor a copy in the temporary, working or home directory"
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from . import callbacks as cb
+    from . import watchdog
     from .comm import world
     from .model import Model
-    from .train import train
+    from .outputs import check_outputs
+    from .train import checkpoint_record, make_algorithm, train
 
-    comm = world()
+    # Everything that needs no data is checked before MPI starts (every rank alike).
+    check_common(args)
+    timeout = stall_timeout(args.stall_timeout)
     data = training_files(args)
     params = algorithm_params(args)
+    make_algorithm(args.algo, params, args.rounds)  # the algorithm's options, before any file is touched
+    comm = world()
+    outputs = [("--model", args.model), ("--metrics", args.metrics), ("--checkpoint", args.checkpoint)]
+    with comm.collective_guard():
+        if comm.is_center:  # the center writes every output
+            check_outputs(outputs, _inputs(args, data, params))
+    watchdog.start(comm, timeout)
     callbacks = [cb.ProgressBar(False if args.quiet else None)]
+    writers = []
     if args.metrics:
-        callbacks.append(cb.MetricsLog(args.metrics, append=args.resume))
-    if args.checkpoint:
-        if args.checkpoint_every < 1:
-            raise InputError(f"--checkpoint-every must be at least 1, got {args.checkpoint_every}")
-        callbacks.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every))
+        writers.append(cb.MetricsLog(args.metrics, append=args.resume))
     resume = None
-    if args.resume:
-        if not args.checkpoint:
-            raise InputError("--resume needs --checkpoint FILE")
-        if os.path.exists(args.checkpoint):
-            with comm.collective_guard():
-                resume = Model.load(args.checkpoint)
+    if args.resume and os.path.exists(args.checkpoint):
+        with comm.collective_guard():
+            resume = Model.load(args.checkpoint)
+        if checkpoint_record(resume) is None:
+            raise CollectiveError(f"--checkpoint {args.checkpoint} does not record its seed and data (a model, not a "
+                                  "checkpoint, or one made by an older mpiboost): resume refused; delete it or "
+                                  "train without --resume")
+    if args.checkpoint:
+        writers.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every, keep=resume.n_rounds if resume else 0))
     result = train(
         comm,
         data,
@@ -188,14 +300,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         params=params,
         seed=args.seed,
         valid=args.valid,
-        callbacks=callbacks,
+        callbacks=callbacks + writers,
         dedicated_coordinator=args.dedicated_coordinator,
         threads=args.threads,
         resume=resume,
     )
+    message = ""
     if comm.is_center:
-        result.model.save(args.model)
-        print(summary_line(result.summary, args.model), flush=True)
+        failed = save_model(result.model, args.model)
+        if not failed:
+            print(summary_line(result.summary, args.model), flush=True)
+        lost = "; ".join(w.failure for w in writers if w.failure)
+        if failed:
+            message = failed + (f"; {lost}" if lost else "")
+        elif lost:
+            message = f"the model was saved to {args.model}, but {lost}"
+    # agreed: every rank ends with the center's verdict on the writes (exit 2 if one failed)
+    comm.check(not message, message)
     return 0
 
 
