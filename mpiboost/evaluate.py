@@ -125,20 +125,32 @@ def predict(
     return out if scores else model.labels_of(out)
 
 
-def write_predictions(path: str, values: np.ndarray, header: str) -> None:
-    """Write ``.npy`` or ``.csv`` (one column per value of a row; ``header``: the column names), atomically."""
+def write_predictions(path: str, values: np.ndarray, header: str, chunk_rows: int = 1 << 18) -> None:
+    """Write ``.npy`` or ``.csv`` (one column per value of a row; ``header``: the column names), atomically.
+
+    CSV is written in chunks of rows, each one a sign of progress to the
+    watchdog (a large prediction file takes minutes to format).
+    """
+    from . import watchdog
+
     with atomic_path(path) as tmp:
         if path.endswith(".npy"):
             with open(tmp, "wb") as f:
                 np.save(f, values)
-        elif values.dtype.kind in "UO":
-            import csv
+            return
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            if values.dtype.kind in "UO":
+                import csv
 
-            # text labels may hold commas or quotes: the csv module quotes them
-            with open(tmp, "w", newline="", encoding="utf-8") as f:
+                # text labels may hold commas or quotes: the csv module quotes them
                 w = csv.writer(f, lineterminator="\n")
                 w.writerow(header.split(","))
-                w.writerows([v] for v in values.tolist())
-        else:
-            fmt = "%d" if values.dtype.kind in "iu" else "%.17g"
-            np.savetxt(tmp, values, fmt=fmt, header=header, comments="", delimiter=",")
+                for start in range(0, len(values), chunk_rows):
+                    w.writerows([v] for v in values[start:start + chunk_rows].tolist())
+                    watchdog.tick()
+            else:
+                fmt = "%d" if values.dtype.kind in "iu" else "%.17g"
+                f.write(header + "\n")
+                for start in range(0, len(values), chunk_rows):
+                    np.savetxt(f, values[start:start + chunk_rows], fmt=fmt, delimiter=",")
+                    watchdog.tick()
