@@ -58,8 +58,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     options = {k: v for k, v in vars(args).items() if k not in _COMMON_SYNTH}
     if args.n < 1:
         raise InputError(f"--n must be at least 1, got {args.n}")
-    if args.n > MAX_SYNTH_ROWS:
-        raise InputError(f"--n {args.n}: synth writes at most {MAX_SYNTH_ROWS:,} rows per file")
+    _check_synth_options(args, options)
     if not 0.0 <= args.noise <= 1.0:
         raise InputError(f"--noise must be in [0, 1], got {args.noise}")
     for name in ("seed", "task_seed"):
@@ -76,7 +75,36 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-MAX_SYNTH_ROWS = 10**9
+MAX_SYNTH_COUNT = 10**6  # classes, domains, sources, features ...: far beyond any use, far below an allocation failure
+
+
+def _available_bytes() -> int:
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 1 << 62
+
+
+def _check_synth_options(args: argparse.Namespace, options: dict) -> None:
+    """Every generator option finite and sane, and the data small enough for this machine, before generating."""
+    import math
+
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"synth {args.generator}: {flag} must be a finite number, got {value}")
+        if isinstance(value, int) and not isinstance(value, bool) and not -MAX_SYNTH_COUNT <= value <= MAX_SYNTH_COUNT:
+            raise InputError(f"synth {args.generator}: {flag} {value} is beyond the limit of {MAX_SYNTH_COUNT:,}")
+    ints = {k: v for k, v in options.items() if isinstance(v, int) and not isinstance(v, bool) and v > 0}
+    rows = args.n * (1 + ints.get("sources", 0)) + ints.get("target_n", 0)
+    # float64 generation with a few temporaries of the same size
+    need = 4 * 8 * rows * max(ints.get("d", 0), 21)
+    have = _available_bytes()
+    if need > have:
+        raise InputError(f"synth {args.generator}: --n {args.n:,} would need about {need / 2**30:.1f} GiB to "
+                         f"generate; this machine has {have / 2**30:.1f} GiB available")
+
+
 _COMMON_SYNTH = {"command", "func", "generator", "n", "noise", "seed", "task_seed", "out", "split_domains"}
 
 

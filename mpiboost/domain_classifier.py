@@ -58,15 +58,100 @@ class DomainClassifier:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "DomainClassifier":
-        return cls(
-            mean=np.asarray(d["mean"], dtype=np.float64),
-            scale=np.asarray(d["scale"], dtype=np.float64),
-            W=np.asarray(d["W"], dtype=np.float64).reshape(len(d["mean"]) + 1, -1),
-            l2=float(d.get("l2", 1.0)),
-            train_accuracy=d.get("train_accuracy"),
-            iterations=int(d.get("iterations", 0)),
-        )
+    def from_dict(cls, d: dict, n_features: Optional[int] = None) -> "DomainClassifier":
+        """The classifier of :meth:`to_dict`'s dict, every field checked.
+
+        A model file's header is untrusted and its arrays reach kernels that
+        do not check bounds, so every shape, type and value is checked here.
+
+        Parameters
+        ----------
+        d : dict
+            ``mean`` and ``scale`` (``d`` numbers each, ``scale > 0``), ``W``
+            (``(d + 1) x p`` numbers, or their ``(d + 1) p`` row-major
+            flattening, ``1 <= p <= MAX_DOMAINS``), all finite; optional
+            ``l2`` (>= 0), ``train_accuracy`` (None or in [0, 1]) and
+            ``iterations`` (int >= 0).
+        n_features : int, optional
+            The features the classifier must have (the model's).
+
+        Returns
+        -------
+        DomainClassifier
+
+        Raises
+        ------
+        ValueError
+            Naming the field (``domain_classifier.W`` ...).
+        """
+        from .data.format import MAX_DOMAINS
+
+        if not isinstance(d, dict):
+            raise ValueError(f"domain_classifier must be an object or null, not {type(d).__name__}")
+        for key in ("mean", "scale", "W"):
+            if key not in d:
+                raise ValueError(f"domain_classifier.{key} is missing")
+        mean = _finite_array(d["mean"], "mean")
+        scale = _finite_array(d["scale"], "scale")
+        if mean.ndim != 1 or scale.shape != mean.shape:
+            raise ValueError(
+                "domain_classifier.mean and .scale must be lists of one length, "
+                f"have shapes {mean.shape} and {scale.shape}"
+            )
+        if n_features is not None and mean.shape[0] != n_features:
+            raise ValueError(f"domain_classifier.mean has {mean.shape[0]} features, the model {n_features}")
+        if scale.size and scale.min() <= 0:
+            raise ValueError("domain_classifier.scale holds a value that is not positive")
+        rows = mean.shape[0] + 1
+        W = _finite_array(d["W"], "W")
+        if W.ndim == 1 and W.size and W.size % rows == 0:
+            W = W.reshape(rows, -1)  # the row-major flattening (d + 1) * p
+        if W.ndim != 2 or W.shape[0] != rows or not 1 <= W.shape[1] <= MAX_DOMAINS:
+            raise ValueError(
+                f"domain_classifier.W must be {rows} x p with 1 <= p <= {MAX_DOMAINS} (d + 1 rows), has shape {W.shape}"
+            )
+        l2 = _number(d.get("l2", 1.0), "l2")
+        if l2 < 0:
+            raise ValueError(f"domain_classifier.l2 must be >= 0, is {l2}")
+        acc = d.get("train_accuracy")
+        if acc is not None:
+            acc = _number(acc, "train_accuracy")
+            if not 0.0 <= acc <= 1.0:
+                raise ValueError(f"domain_classifier.train_accuracy must be in [0, 1], is {acc}")
+        iterations = d.get("iterations", 0)
+        if type(iterations) is not int or iterations < 0:
+            raise ValueError(f"domain_classifier.iterations must be an integer >= 0, not {iterations!r}")
+        return cls(mean=mean, scale=scale, W=np.ascontiguousarray(W), l2=l2, train_accuracy=acc, iterations=iterations)
+
+
+def _number(value, name: str) -> float:
+    """A finite JSON number (not a boolean) as float; ValueError naming ``domain_classifier.name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"domain_classifier.{name} must be a number, not {type(value).__name__}")
+    try:
+        out = float(value)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise ValueError(f"domain_classifier.{name} is not finite")
+    return out
+
+
+def _finite_array(value, name: str) -> np.ndarray:
+    """A JSON list (of lists) of finite numbers as float64; ValueError naming ``domain_classifier.name``."""
+    if not isinstance(value, list):
+        raise ValueError(f"domain_classifier.{name} must be a list of numbers, not {type(value).__name__}")
+    try:
+        a = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged nesting
+        raise ValueError(f"domain_classifier.{name} is not a regular array of numbers ({exc})") from None
+    # Booleans, strings, nulls and integers beyond int64 give other kinds ('b', 'U', 'O').
+    if a.size and a.dtype.kind not in "iuf":
+        raise ValueError(f"domain_classifier.{name} must hold numbers only (found {a.dtype})")
+    a = a.astype(np.float64)
+    if not np.isfinite(a).all():
+        raise ValueError(f"domain_classifier.{name} holds a value that is not finite")
+    return a
 
 
 def _moments(comm, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -28,12 +28,23 @@ import numpy as np
 from . import __version__
 from .atomic import atomic_path
 from .data import labels as lab
-from .data.binning import BinMapper
+from .data.binning import MAX_EDGES, BinMapper, check_flat
+from .data.format import MAX_FEATURES, check_stored
 from .errors import InputError
 
 MODEL_FORMAT = 2  # 2: classes, output and the right-hand value of each stump; format 1 files still load
 READABLE_FORMATS = (1, 2)
 OUTPUTS = ("sign", "argmax")
+VOTES = ("weighted", "majority", "q-weighted")  # what the algorithms write (Algorithm.vote)
+# Longest header (JSON characters) a model file may have. json.loads needs
+# several times the text in memory, so a longer one is refused unparsed; a
+# Q-ensemble's classifier (about 100 characters a feature) fits for models
+# of over half a million features.
+MAX_HEADER_CHARS = 64 << 20
+# Most stumps of a model, checked from the datasets' shapes before they are
+# read: 16.7M stumps are about 0.6 GB of arrays, far more rounds than any
+# training run makes (a round appends to every array).
+MAX_STUMPS = 1 << 24
 
 
 @dataclass
@@ -253,77 +264,78 @@ class Model:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":
-        """Read a model file (format 1 or 2); InputError naming the file and field if it is not one."""
+        """Read a model file (format 1 or 2), checking everything in it first.
+
+        A model file is untrusted: its header must be a JSON object of at
+        most :data:`MAX_HEADER_CHARS` characters with every field of the
+        right type, and every array must have the right shape, dtype and
+        range (:meth:`validate`) before a kernel, which checks no bounds,
+        sees it.
+
+        Raises
+        ------
+        InputError
+            Naming the file and the field or dataset, for anything that is
+            not a model this version reads (HDF5 errors included).
+        """
         import h5py
 
         path = os.fspath(path)
         if not os.path.exists(path):
             raise InputError(f"{path}: no such model file")
+        if not os.path.isfile(path):
+            # a FIFO or device would block the open, or never end
+            raise InputError(f"{path}: not a regular file (a directory, FIFO, device or socket)")
         try:
             f = h5py.File(path, "r")
-        except OSError as exc:
+        except (OSError, RuntimeError, ValueError) as exc:
             raise InputError(f"{path}: not a readable HDF5 model file ({exc})") from None
-        with f:
-            if "header" not in f.attrs or "ensemble" not in f or "bins" not in f:
-                raise InputError(f"{path}: not an mpiboost model file (no header/ensemble/bins)")
-            try:
-                h = json.loads(f.attrs["header"])
-            except (TypeError, ValueError) as exc:
-                raise InputError(f"{path}: the model header is not JSON ({exc})") from None
-            if not isinstance(h, dict) or h.get("format") not in READABLE_FORMATS:
-                got = h.get("format") if isinstance(h, dict) else None
-                raise InputError(
-                    f"{path}: model format {got} is not supported (this mpiboost reads formats "
-                    f"{', '.join(map(str, READABLE_FORMATS))})"
-                )
-            g = f["ensemble"]
-            n = len(g["coef"])
-            bins = BinMapper.from_flat(f["bins/edges"][()], f["bins/offsets"][()])
-            clf = None
-            if h.get("domain_classifier"):
-                from .domain_classifier import DomainClassifier
-
-                clf = DomainClassifier.from_dict(h["domain_classifier"])
-            left = g["left"][()].astype(np.int32)
-            output = h.get("output", "sign")
-            try:
-                classes = lab.decode_attr(h["classes"], f"{path}: header") if "classes" in h else [-1, 1]
-            except ValueError as exc:
-                raise InputError(str(exc)) from None
-            model = cls(
-                algorithm=h["algorithm"],
-                params=h["params"],
-                bins=bins,
-                feature=g["feature"][()].astype(np.int32),
-                bin=g["bin"][()].astype(np.int32),
-                left=left,
-                right=g["right"][()].astype(np.int32) if "right" in g else -left,
-                missing_left=g["missing_left"][()].astype(np.uint8),
-                coef=g["coef"][()].astype(np.float64),
-                vote=h["vote"],
-                feature_names=h.get("feature_names"),
-                info=h.get("info", {}),
-                domain=g["domain"][()].astype(np.int32) if "domain" in g else np.full(n, -1, np.int32),
-                domain_classifier=clf,
-                domain_names=h.get("domain_names"),
-                round=g["round"][()].astype(np.int32) if "round" in g else np.arange(1, n + 1, dtype=np.int32),
-                classes=classes,
-                output=output,
-            )
+        try:
+            with f:
+                model = _read_model(cls, f, path)
+        except InputError:
+            raise
+        except (OSError, KeyError, TypeError, ValueError, RuntimeError) as exc:
+            # Whatever the field checks below did not name (HDF5 metadata damaged).
+            raise InputError(f"{path}: not a readable mpiboost model file ({exc})") from None
         model.validate(path)
         return model
 
     def validate(self, where: str = "model") -> None:
-        """Check that every array fits the others and the bins (InputError naming the field)."""
+        """Check that every array fits the others, the bins and the header (InputError naming the field).
+
+        The prediction kernels index bins by ``feature``, Q by ``domain`` and
+        class sums by ``left``/``right`` without bounds checks: every value
+        must be in range.
+        """
         n = self.n_stumps
         for name in ENSEMBLE_ARRAYS:
             if getattr(self, name).shape != (n,):
                 raise InputError(f"{where}: ensemble/{name} has {getattr(self, name).shape[0]} entries, not {n}")
         d = self.n_features
+        if d < 1:
+            raise InputError(f"{where}: the model has no features (bins/offsets)")
+        if self.feature_names is not None and len(self.feature_names) != d:
+            raise InputError(
+                f"{where}: header field 'feature_names' has {len(self.feature_names)} names for {d} features"
+            )
         if n and (self.feature.max() >= d or self.feature.min() < -1):
             raise InputError(f"{where}: ensemble/feature holds a feature outside -1..{d - 1}")
         if n and (self.bin.min() < 0 or self.bin.max() > 255):
             raise InputError(f"{where}: ensemble/bin holds a bin outside 0..255")
+        used = self.feature >= 0
+        # A stump "bin <= b" of a feature with m value bins has b in 0..m-1.
+        over = np.nonzero(used)[0][self.bin[used] >= self.bins.n_bins[self.feature[used]]] if n else []
+        if len(over):
+            t = int(over[0])
+            raise InputError(
+                f"{where}: ensemble/bin of stump {t} is {int(self.bin[t])}, but feature {int(self.feature[t])} "
+                f"has {int(self.bins.n_bins[self.feature[t]])} value bins"
+            )
+        if n and (self.missing_left.max() > 1):
+            raise InputError(f"{where}: ensemble/missing_left must be 0 or 1")
+        if not np.isfinite(self.coef).all():
+            raise InputError(f"{where}: ensemble/coef holds a value that is not finite")
         if self.output == "argmax":
             K = self.n_classes
             for name in ("left", "right"):
@@ -334,6 +346,18 @@ class Model:
             raise InputError(f"{where}: ensemble/left and right must be -1/+1 and opposite in a sign model")
         if self.output == "sign" and self.n_classes != 2:
             raise InputError(f"{where}: a sign model has two classes, not {self.n_classes}")
+        clf = self.domain_classifier
+        if clf is None:
+            if n and np.any(self.domain != -1):
+                raise InputError(f"{where}: ensemble/domain must be -1 in a model without a domain classifier")
+        else:
+            if clf.mean.shape[0] != d:
+                raise InputError(f"{where}: the domain classifier has {clf.mean.shape[0]} features, the model {d}")
+            p = clf.n_domains
+            if n and (self.domain.min() < -1 or self.domain.max() >= p):
+                raise InputError(f"{where}: ensemble/domain holds a domain outside -1..{p - 1}")
+        if n and self.round.min() < 1:
+            raise InputError(f"{where}: ensemble/round must be at least 1")
         if n and np.any(np.diff(self.round) < 0):
             raise InputError(f"{where}: ensemble/round must not decrease")
 
@@ -363,6 +387,210 @@ class Model:
 
 
 ENSEMBLE_ARRAYS = ("feature", "bin", "left", "right", "missing_left", "coef", "domain", "round")
+
+
+def _shown(value: Any) -> str:
+    """A short description of a header value for a message."""
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def _read_header(f, path: str) -> dict:
+    """The header attribute as a dict: a string of bounded length, parsed as JSON."""
+    import h5py
+
+    try:
+        aid = f.attrs.get_id("header")
+        info = h5py.check_string_dtype(aid.dtype)
+        if aid.shape not in ((), (1,)) or info is None:
+            raise InputError(f"{path}: attribute 'header' must be one string, is {aid.dtype} of shape {aid.shape}")
+        if info.length is not None and info.length > MAX_HEADER_CHARS:  # fixed length: known unread
+            raise InputError(f"{path}: attribute 'header' is {info.length:,} bytes (at most {MAX_HEADER_CHARS:,})")
+        raw = f.attrs["header"]
+    except InputError:
+        raise
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise InputError(f"{path}: attribute 'header' cannot be read ({exc})") from None
+    if isinstance(raw, np.ndarray):
+        raw = raw.reshape(-1)[0]
+    if isinstance(raw, (bytes, np.bytes_)):
+        try:
+            raw = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: attribute 'header' is not UTF-8 text ({exc})") from None
+    if not isinstance(raw, str):
+        raise InputError(f"{path}: attribute 'header' must be a string, not {type(raw).__name__}")
+    # A variable-length string is known only once read (it is in the file, so no
+    # bigger than the file); the bound keeps json.loads's memory in check.
+    if len(raw) > MAX_HEADER_CHARS:
+        raise InputError(f"{path}: attribute 'header' is {len(raw):,} characters (at most {MAX_HEADER_CHARS:,})")
+    try:
+        h = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{path}: the model header is not JSON ({exc})") from None
+    if not isinstance(h, dict):
+        raise InputError(f"{path}: the model header must be a JSON object, not {type(h).__name__}")
+    return h
+
+
+def _header_fields(h: dict, path: str) -> dict:
+    """The header's fields as :class:`Model` takes them, every one type-checked.
+
+    Fields format 1 lacks (``output``, ``classes``) take format 1's meaning.
+    """
+    from .domain_classifier import DomainClassifier
+
+    fmt = h.get("format")
+    if type(fmt) is not int or fmt not in READABLE_FORMATS:
+        raise InputError(
+            f"{path}: model format {fmt} is not supported (this mpiboost reads formats "
+            f"{', '.join(map(str, READABLE_FORMATS))})"
+        )
+
+    def field(name: str, ok, what: str, default: Any = ...) -> Any:
+        if name not in h:
+            if default is not ...:
+                return default
+            raise InputError(f"{path}: header field '{name}' is missing")
+        value = h[name]
+        if not ok(value):
+            raise InputError(f"{path}: header field '{name}' must be {what}, not {_shown(value)}")
+        return value
+
+    def strings(v) -> bool:
+        return v is None or (isinstance(v, list) and all(isinstance(s, str) for s in v))
+
+    def is_int(v) -> bool:
+        return type(v) is int
+
+    field("mpiboost_version", lambda v: isinstance(v, str), "a string", default=None)
+    out = {
+        "algorithm": field("algorithm", lambda v: isinstance(v, str), "a string"),
+        "params": field("params", lambda v: isinstance(v, dict), "an object"),
+        "vote": field("vote", lambda v: isinstance(v, str) and v in VOTES, f"one of {', '.join(VOTES)}"),
+        "output": field("output", lambda v: isinstance(v, str) and v in OUTPUTS, f"one of {', '.join(OUTPUTS)}",
+                        default="sign"),
+        "feature_names": field("feature_names", strings, "null or a list of strings", default=None),
+        "domain_names": field("domain_names", strings, "null or a list of strings", default=None),
+        "info": field("info", lambda v: isinstance(v, dict), "an object", default={}),
+    }
+    d = field("n_features", lambda v: is_int(v) and 1 <= v <= MAX_FEATURES, f"an integer in 1..{MAX_FEATURES:,}")
+    classes = field("classes", lambda v: isinstance(v, list), "a list of label values", default=[-1, 1])
+    try:
+        out["classes"] = lab.decode_attr(classes, path, "header field 'classes'")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if len(out["classes"]) < 2:
+        raise InputError(f"{path}: header field 'classes' lists one class; a model has at least two")
+    clf = h.get("domain_classifier")
+    if clf is not None:
+        try:
+            clf = DomainClassifier.from_dict(clf, n_features=d)
+        except ValueError as exc:
+            raise InputError(f"{path}: header field {exc}") from None
+    out["domain_classifier"] = clf
+    return {**out, "n_features": d}
+
+
+def _dataset(group, name: str, path: str, file_size: int, kinds: str, length: Optional[int], most: int,
+             required: bool = True) -> Optional[np.ndarray]:
+    """A 1-D dataset of ``group``, checked from its metadata before it is read.
+
+    Its dtype must be of one of ``kinds`` (numpy kind letters, at most 8
+    bytes), its length ``length`` (if given) and at most ``most``, and the
+    file must store it (:func:`~mpiboost.data.format.check_stored`).
+    Returns None for a missing dataset that is not ``required``.
+    """
+    import h5py
+
+    where = f"{group.name.strip('/')}/{name}"
+    if name not in group:
+        if not required:
+            return None
+        raise InputError(f"{path}: dataset '{where}' is missing")
+    try:
+        dset = group[name]
+        if not isinstance(dset, h5py.Dataset):
+            raise InputError(f"{path}: '{where}' must be a dataset, not a group")
+        if dset.ndim != 1:
+            raise InputError(f"{path}: dataset '{where}' must be 1-D, has shape {dset.shape}")
+        if dset.dtype.kind not in kinds or dset.dtype.itemsize > 8:
+            raise InputError(f"{path}: dataset '{where}' has dtype {dset.dtype}")
+        m = int(dset.shape[0])
+        if m > most:
+            raise InputError(f"{path}: dataset '{where}' has {m:,} entries (at most {most:,})")
+        if length is not None and m != length:
+            raise InputError(f"{path}: dataset '{where}' has {m} entries, not {length}")
+        check_stored(dset, path, where, file_size)
+        return np.asarray(dset[()])
+    except InputError:
+        raise
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise InputError(f"{path}: dataset '{where}' cannot be read ({exc})") from None
+
+
+def _in_range(a: np.ndarray, where: str, lo: int, hi: int, dtype) -> np.ndarray:
+    """``a`` as ``dtype`` once every value is in ``lo..hi`` (so the cast cannot wrap)."""
+    if a.size and (int(a.min()) < lo or int(a.max()) > hi):
+        raise InputError(f"{where} holds a value outside {lo}..{hi}")
+    return a.astype(dtype)
+
+
+def _read_model(cls, f, path: str) -> "Model":
+    """:meth:`Model.load` of an open file: header, bins and ensemble, each checked before use."""
+    import h5py
+
+    if "header" not in f.attrs or "ensemble" not in f or "bins" not in f:
+        raise InputError(f"{path}: not an mpiboost model file (no header/ensemble/bins)")
+    g, b = f["ensemble"], f["bins"]
+    if not isinstance(g, h5py.Group) or not isinstance(b, h5py.Group):
+        raise InputError(f"{path}: 'ensemble' and 'bins' must be groups")
+    h = _header_fields(_read_header(f, path), path)
+    d = h.pop("n_features")
+    size = os.path.getsize(path)
+    offsets = _dataset(b, "offsets", path, size, "iu", None, MAX_FEATURES + 1)
+    if offsets.shape[0] != d + 1:
+        raise InputError(
+            f"{path}: header field 'n_features' is {d} but bins/offsets has {offsets.shape[0]} entries "
+            f"({offsets.shape[0] - 1} features)"
+        )
+    edges = _dataset(b, "edges", path, size, "f", None, d * MAX_EDGES)
+    offsets = _in_range(offsets, f"{path}: bins/offsets", 0, edges.shape[0], np.int64)
+    edges = edges.astype(np.float64)
+    try:
+        check_flat(edges, offsets)
+    except ValueError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    bins = BinMapper.from_flat(edges, offsets)
+
+    n = None
+    arrays = {}
+    ints = "iu"
+    for name, kinds, required in (
+        ("coef", "f", True), ("feature", ints, True), ("bin", ints, True), ("left", ints, True),
+        ("right", ints, h["output"] == "argmax"), ("missing_left", ints + "b", True),
+        ("domain", ints, False), ("round", ints, False),
+    ):
+        a = _dataset(g, name, path, size, kinds, n, MAX_STUMPS, required)
+        if a is None:
+            continue
+        n = a.shape[0] if n is None else n
+        where = f"{path}: ensemble/{name}"
+        if name == "coef":
+            arrays[name] = a.astype(np.float64)
+        elif name == "missing_left":
+            arrays[name] = _in_range(a.astype(np.int64) if a.dtype.kind == "b" else a, where, 0, 1, np.uint8)
+        else:
+            arrays[name] = _in_range(a, where, -(2**31), 2**31 - 1, np.int32)
+    left = arrays["left"]
+    return cls(
+        bins=bins,
+        right=arrays.get("right", -left),
+        domain=arrays.get("domain", np.full(n, -1, np.int32)),
+        round=arrays.get("round", np.arange(1, n + 1, dtype=np.int32)),
+        **{k: arrays[k] for k in ("feature", "bin", "left", "missing_left", "coef")},
+        **h,
+    )
 
 
 def index_of_scores(score: np.ndarray) -> np.ndarray:

@@ -27,6 +27,9 @@ from .model import Model, Scorer
 from .protocol import Protocol
 
 
+MAX_ROUNDS = 10**6  # the model holds up to 2^24 stumps, several per round for the multi-source algorithms
+
+
 @dataclass
 class TrainResult:
     model: Model
@@ -56,8 +59,8 @@ def peak_rss_bytes() -> int:
 # raises the same error at the same point: a CollectiveError, printed once, every rank exits cleanly.
 def make_algorithm(algorithm: str, params: Optional[dict], rounds: int) -> Algorithm:
     """The algorithm object with its parameters checked (an error naming the option)."""
-    if rounds < 1:
-        raise CollectiveError(f"--rounds must be at least 1, got {rounds}")
+    if not 1 <= rounds <= MAX_ROUNDS:
+        raise CollectiveError(f"--rounds must be in 1..{MAX_ROUNDS:,}, got {rounds}")
     cls = boost.get(algorithm)
     params = dict(params or {})
     if cls.needs_rounds:
@@ -72,11 +75,12 @@ def _check_task(cls: type, shard: Shard) -> None:
     """The data must be of a kind the algorithm declares."""
     K = shard.n_classes
     shown = ", ".join(map(str, shard.classes[:8])) + (", ..." if K > 8 else "")
+    files = ", ".join(os.path.basename(f.path) for f in shard.files[:4]) + (", ..." if len(shard.files) > 4 else "")
     if K < 2:
-        raise CollectiveError(f"the training data hold one class only ({shown}): nothing to learn")
+        raise CollectiveError(f"the training data ({files}) hold one class only ({shown}): nothing to learn")
     if K > 2 and "multiclass" not in cls.tasks:
         raise CollectiveError(
-            f"{cls.name} is a binary algorithm but the training data have {K} classes ({shown}); "
+            f"{cls.name} is a binary algorithm but the training data ({files}) have {K} classes ({shown}); "
             f"for multiclass data use {', '.join(boost.with_task('multiclass'))}"
         )
 

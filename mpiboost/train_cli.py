@@ -88,8 +88,10 @@ MAX_SEED = 2**63 - 1
 
 def check_common(args: argparse.Namespace) -> None:
     """The common options' values (every rank alike: an agreed error, printed once)."""
-    if args.rounds < 1:
-        raise CollectiveError(f"--rounds must be at least 1, got {args.rounds}")
+    from .train import MAX_ROUNDS
+
+    if not 1 <= args.rounds <= MAX_ROUNDS:
+        raise CollectiveError(f"--rounds must be in 1..{MAX_ROUNDS:,}, got {args.rounds}")
     if not 0 <= args.seed <= MAX_SEED:
         raise CollectiveError(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
     if args.checkpoint_every < 1:

@@ -193,7 +193,7 @@ class MultiBoost(Algorithm):
         Param("step", str, "line-search",
               "step size: exact line search on the soft-max of the domain losses, the Lemma-1 bound, "
               "AdaBoost's closed form, or C/sqrt(t)", choices=STEP_RULES),
-        Param("step_c", float, 1.0, "C of --step sqrt", low=0.0, low_open=True, when=("step", "sqrt")),
+        Param("step_c", float, 1.0, "C of --step sqrt", low=0.0, low_open=True, high=100.0, when=("step", "sqrt")),
         Param("temperature", float, 0.1,
               "soft-max temperature relative to the loss; 0 = the paper's exact max, which stops when "
               "coordinate descent is stuck", low=0.0),

@@ -22,11 +22,11 @@ BETA_SAMPLE = Param(
 )
 N_SAMPLES = Param(
     "n_samples", int, 0, "sample mode: rows drawn per round (0: N = factor (d / beta^2) ln(1 / beta))",
-    low=0, option="--samples", metavar="N", when=("weak_learner", "sample"),
+    low=0, high=10**7, option="--samples", metavar="N", when=("weak_learner", "sample"),
 )
 SAMPLE_FACTOR = Param(
     "sample_factor", float, 1.0, "sample mode: the factor of N = factor (d / beta^2) ln(1 / beta)",
-    low=0.0, low_open=True, when=("weak_learner", "sample"),
+    low=0.0, low_open=True, high=1000.0, when=("weak_learner", "sample"),
 )
 TRAIN_DOMAIN = Param(
     "train_domain", str, None,

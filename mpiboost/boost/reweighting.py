@@ -28,6 +28,7 @@ class Reweighting(Algorithm):
             if int(data.domain_counts[k]) == 0:
                 raise ValueError(f"domain {only!r} has no training rows")
             self.params["train_domain"] = k
+        self.sample_size(data)  # a sample too large for the center is refused here, agreed
 
     def setup(self, data, proto: Protocol, seed: int = 0) -> None:
         self.check_data(data)

@@ -40,7 +40,8 @@ class SAMME(Reweighting):
         Param("split", str, "error",
               "how a class stump is chosen: the least weighted error (SAMME's rule) or the least weighted Gini "
               "impurity (the rule of scikit-learn's trees, which its AdaBoostClassifier boosts)", choices=SPLITS),
-        Param("learning_rate", float, 1.0, "shrinkage of every coefficient alpha_t", low=0.0, low_open=True),
+        Param("learning_rate", float, 1.0, "shrinkage of every coefficient alpha_t", low=0.0, low_open=True,
+              high=100.0),
         *ROW_WEIGHTS,
     )
 

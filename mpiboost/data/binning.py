@@ -19,6 +19,9 @@ import numpy as np
 
 MISSING_BIN = 255
 MAX_VALUE_BINS = 255
+# Most edges of one feature: MAX_VALUE_BINS value bins need one edge fewer,
+# and one more would send values above the last edge to the missing bin.
+MAX_EDGES = MAX_VALUE_BINS - 1
 DEFAULT_SAMPLE = 200_000
 
 
@@ -52,7 +55,13 @@ def edges_from_counts(values: np.ndarray, counts: np.ndarray, max_bins: int = MA
         idx = np.searchsorted(cum, targets, side="left")
         idx = np.unique(np.minimum(idx, values.size - 2))
         left, right = values[idx], values[idx + 1]
-    return np.unique(left + (right - left) / 2.0)
+    mid = left + (right - left) / 2.0
+    # right - left overflows for values of opposite sign near the float64
+    # limits; halving first keeps such an edge finite (and between them).
+    wide = ~np.isfinite(mid)
+    if wide.any():
+        mid[wide] = left[wide] / 2.0 + right[wide] / 2.0
+    return np.unique(mid)
 
 
 def local_distinct(sample: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -101,6 +110,7 @@ class BinMapper:
 
     @classmethod
     def from_flat(cls, flat: np.ndarray, offsets: np.ndarray) -> "BinMapper":
+        """The mapper of :meth:`flat`'s arrays (trusted: :func:`check_flat` checks a file's)."""
         return cls([np.asarray(flat[offsets[j] : offsets[j + 1]], dtype=np.float64) for j in range(len(offsets) - 1)])
 
     def threshold(self, feature: int, bin_index: int) -> float:
@@ -145,6 +155,47 @@ class BinMapper:
                 np.stack([np.searchsorted(e, raw, side="left") for e in self.edges]).astype(np.uint8)
             ).reshape(self.n_features, 256)
         return cache[key]
+
+
+def check_flat(flat: np.ndarray, offsets: np.ndarray) -> None:
+    """Check bin edges read from a file, as :meth:`BinMapper.flat` writes them.
+
+    The binning kernel reads feature ``j``'s edges at ``offsets[j]`` without
+    bounds checks, so the offsets must cut ``flat`` into consecutive pieces,
+    and each piece must be what :func:`edges_from_counts` makes: at most
+    :data:`MAX_EDGES` finite, strictly increasing edges.
+
+    Parameters
+    ----------
+    flat : ndarray of float64
+        The edges of every feature, concatenated.
+    offsets : ndarray of int
+        ``d + 1`` offsets into ``flat``.
+
+    Raises
+    ------
+    ValueError
+        Naming the array (``bins/edges``, ``bins/offsets``) and the feature.
+    """
+    if flat.ndim != 1 or offsets.ndim != 1:
+        raise ValueError(f"bins/edges and bins/offsets must be 1-D, have shapes {flat.shape} and {offsets.shape}")
+    if offsets.shape[0] < 1 or offsets[0] != 0 or offsets[-1] != flat.shape[0]:
+        raise ValueError(f"bins/offsets must run from 0 to the {flat.shape[0]} edges of bins/edges")
+    counts = np.diff(offsets)
+    if counts.size and (counts.min() < 0 or counts.max() > MAX_EDGES):
+        j = int(np.nonzero((counts < 0) | (counts > MAX_EDGES))[0][0])
+        raise ValueError(f"bins/offsets gives feature {j} {int(counts[j])} edges (0..{MAX_EDGES} allowed)")
+    if not np.isfinite(flat).all():
+        raise ValueError("bins/edges holds a value that is not finite")
+    step = np.diff(flat)
+    # Edges of neighbouring features need not increase: skip the steps across features.
+    within = np.ones(step.shape[0], dtype=bool)
+    ends = offsets[1:-1] - 1
+    within[ends[(ends >= 0) & (ends < step.shape[0])]] = False
+    bad = np.nonzero(within & ~(step > 0))[0]
+    if bad.size:
+        j = int(np.searchsorted(offsets, bad[0], side="right") - 1)
+        raise ValueError(f"bins/edges of feature {j} do not strictly increase")
 
 
 def fit_edges(comm, local_sample: np.ndarray, max_bins: int = MAX_VALUE_BINS) -> BinMapper:

@@ -10,6 +10,11 @@ dataset    dtype                                           shape     meaning
 ``domain`` int32 (any integer accepted)                    (n,)      optional domain / source / task id
 =========  ==============================================  ========  ================================
 
+``X`` has at most :data:`MAX_FEATURES` columns and ``domain`` ids are
+``0 .. MAX_DOMAINS - 1``. Every dataset must store all it claims
+(:func:`check_stored`): a file is untrusted, and its shapes size what the
+readers allocate.
+
 Labels: with the attribute ``classes`` (a JSON list of label values, numbers
 or strings; :mod:`.labels`) ``y[i]`` is an index into that list; without it
 the integers of ``y`` are the label values themselves (-1/+1, 0/1, 1..7 ...).
@@ -39,6 +44,17 @@ Y_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64")}
 Y_WRITE_DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32))  # what the writers store
 DOMAIN_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64", "uint8", "uint16")}
 CHUNK_BYTES = 1 << 20  # ~1 MiB of rows per HDF5 chunk
+# Most features of a data file (and of a model). Feature ids are int32 in the
+# kernels, and every feature costs a model its bin edges and every round a
+# 256-bin histogram of int64 sums (2 KiB): at 2**24 features one histogram
+# is 32 GiB, beyond what any run holds, so a wider file is a broken one.
+MAX_FEATURES = 1 << 24
+# Most domains of a run: a domain column's ids are 0, 1, ... and every id up
+# to the largest counts as a domain, so one stray id would size the
+# per-domain state (the domain classifier's weights, Q(k|x) of every row,
+# the candidate histograms) by itself. 4096 domains is far beyond the
+# multi-source and transfer settings the algorithms are made for.
+MAX_DOMAINS = 4096
 
 
 def _h5py():
@@ -54,6 +70,81 @@ def _strings(value: Any) -> Optional[list[str]]:
     for v in np.atleast_1d(value):
         out.append(v.decode() if isinstance(v, bytes) else str(v))
     return out
+
+
+def check_stored(dset: Any, path: str, name: str, file_size: Optional[int] = None) -> None:
+    """Refuse a dataset that claims more elements than the file stores.
+
+    HDF5 allocates storage lazily: a dataset may claim any shape and read
+    back fill values for what was never written, so a small file can claim
+    10**12 rows. Before its shape sizes any allocation, a dataset must store
+    every element: a contiguous (or compact) one its full logical size,
+    inside the file; a chunked one every chunk of its shape (compressed
+    chunks are smaller than their logical size, which is fine). Data kept
+    outside the file (external storage, virtual datasets) is refused: what
+    it points at is not checked.
+
+    Parameters
+    ----------
+    dset : h5py.Dataset
+    path : str
+        The file, for the message.
+    name : str
+        The dataset's name in the file, for the message.
+    file_size : int, optional
+        Bytes of the file (``os.path.getsize(path)`` if None).
+
+    Raises
+    ------
+    InputError
+        Naming the file and the dataset.
+    """
+    from h5py import h5d
+
+    where = f"{path}: dataset '{name}'"
+    shape = tuple(int(s) for s in dset.shape or ())
+    elements = 1
+    for s in shape:
+        elements *= s  # Python ints: a crafted shape must not overflow int64
+    logical = elements * int(dset.dtype.itemsize)
+    plist = dset.id.get_create_plist()
+    layout = plist.get_layout()
+    if layout == h5d.VIRTUAL or plist.get_external_count() > 0:
+        raise InputError(
+            f"{where} keeps its data outside the file (a virtual dataset or external storage); "
+            "mpiboost reads only data stored in the file itself (h5repack copies it in)"
+        )
+    if logical == 0:
+        return
+    size = os.path.getsize(path) if file_size is None else int(file_size)
+    stored = int(dset.id.get_storage_size())
+    claim = f"shape {shape} ({logical:,} bytes of {dset.dtype})"
+    if layout == h5d.CHUNKED:
+        chunks = tuple(int(c) for c in dset.chunks)
+        expected = 1
+        for s, c in zip(shape, chunks):
+            expected *= -(-s // c)
+        have = int(dset.id.get_num_chunks())
+        if have < expected or stored > size:
+            raise InputError(
+                f"{where} claims {claim} but the file stores {have:,} of its {expected:,} chunks "
+                f"({stored:,} bytes; the file has {size:,}): the file is truncated or was never fully written"
+            )
+        return
+    offset = dset.id.get_offset() if layout == h5d.CONTIGUOUS else 0
+    if stored != logical or (offset is not None and offset + stored > size) or stored > size:
+        raise InputError(
+            f"{where} claims {claim} but the file stores {stored:,} bytes of it (the file has {size:,}): "
+            "the file is truncated or was never fully written"
+        )
+
+
+def _read_attr(f: Any, key: str, path: str) -> Any:
+    """An attribute's value (None if absent); InputError naming it if HDF5 cannot read it."""
+    try:
+        return f.attrs.get(key)
+    except (OSError, TypeError, ValueError, KeyError, RuntimeError) as exc:
+        raise InputError(f"{path}: attribute '{key}' cannot be read ({exc})") from None
 
 
 @dataclass
@@ -76,6 +167,10 @@ class FileInfo:
 def inspect(path: str | os.PathLike) -> FileInfo:
     """Open ``path`` and validate its schema (shapes, dtypes, attributes).
 
+    No row is read, and nothing is sized by the file before
+    :func:`check_stored` has made sure the file holds every element its
+    datasets claim, so a crafted file is refused at once.
+
     Raises
     ------
     InputError
@@ -85,62 +180,92 @@ def inspect(path: str | os.PathLike) -> FileInfo:
     path = str(path)
     if not os.path.exists(path):
         raise InputError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        # a FIFO or device would block the open, or never end
+        raise InputError(f"{path}: not a regular file (a directory, FIFO, device or socket)")
     try:
         f = h5py.File(path, "r")
-    except OSError as exc:
+    except (OSError, RuntimeError, ValueError) as exc:
         raise InputError(f"{path}: not a readable HDF5 file ({exc})") from None
-    with f:
-        for name in ("X", "y"):
-            if name not in f or not isinstance(f[name], h5py.Dataset):
-                raise InputError(
-                    f"{path}: missing dataset '{name}' (an mpiboost data file needs X and y; "
-                    "create one with `mpiboost convert` or `mpiboost synth`)"
-                )
-        X, y = f["X"], f["y"]
-        if X.ndim != 2:
-            raise InputError(f"{path}: dataset 'X' must be 2-D (n, d), has shape {X.shape}")
-        if y.ndim != 1:
-            raise InputError(f"{path}: dataset 'y' must be 1-D (n,), has shape {y.shape}")
-        if X.dtype not in X_DTYPES:
+    try:
+        with f:
+            return _inspect_open(f, path)
+    except InputError:
+        raise
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError) as exc:
+        # HDF5 found the file damaged somewhere the checks above read.
+        raise InputError(f"{path}: not a readable mpiboost data file ({exc})") from None
+
+
+def _inspect_open(f: Any, path: str) -> FileInfo:
+    """:func:`inspect` of an open file."""
+    h5py = _h5py()
+    for name in ("X", "y"):
+        if name not in f or not isinstance(f[name], h5py.Dataset):
             raise InputError(
-                f"{path}: dataset 'X' has dtype {X.dtype}; expected one of "
-                + ", ".join(sorted(str(t) for t in X_DTYPES))
+                f"{path}: missing dataset '{name}' (an mpiboost data file needs X and y; "
+                "create one with `mpiboost convert` or `mpiboost synth`)"
             )
-        if y.dtype not in Y_DTYPES:
-            raise InputError(f"{path}: dataset 'y' has dtype {y.dtype}; expected int8/int16/int32/int64")
-        if y.shape[0] != X.shape[0]:
-            raise InputError(f"{path}: 'X' has {X.shape[0]} rows but 'y' has {y.shape[0]}")
-        has_domain = "domain" in f
-        if has_domain:
-            dom = f["domain"]
-            if dom.ndim != 1 or dom.shape[0] != X.shape[0]:
-                raise InputError(f"{path}: dataset 'domain' must have shape ({X.shape[0]},), has {dom.shape}")
-            if dom.dtype not in DOMAIN_DTYPES:
-                raise InputError(f"{path}: dataset 'domain' has dtype {dom.dtype}; expected an integer type")
-        feature_names = _strings(f.attrs.get("feature_names"))
-        if feature_names is not None and len(feature_names) != X.shape[1]:
-            raise InputError(
-                f"{path}: attribute feature_names has {len(feature_names)} names for {X.shape[1]} features"
-            )
-        classes = None
-        if _labels.CLASSES_ATTR in f.attrs:
-            try:
-                classes = _labels.decode_attr(f.attrs[_labels.CLASSES_ATTR], path)
-            except ValueError as exc:
-                raise InputError(str(exc)) from None
-        attrs = {k: (v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v) for k, v in f.attrs.items()}
-        return FileInfo(
-            path=path,
-            n=int(X.shape[0]),
-            d=int(X.shape[1]),
-            x_dtype=X.dtype,
-            y_dtype=y.dtype,
-            has_domain=has_domain,
-            feature_names=feature_names,
-            domain_names=_strings(f.attrs.get("domain_names")),
-            attrs=attrs,
-            classes=classes,
+    X, y = f["X"], f["y"]
+    if X.ndim != 2:
+        raise InputError(f"{path}: dataset 'X' must be 2-D (n, d), has shape {X.shape}")
+    if y.ndim != 1:
+        raise InputError(f"{path}: dataset 'y' must be 1-D (n,), has shape {y.shape}")
+    if X.dtype not in X_DTYPES:
+        raise InputError(
+            f"{path}: dataset 'X' has dtype {X.dtype}; expected one of "
+            + ", ".join(sorted(str(t) for t in X_DTYPES))
         )
+    if y.dtype not in Y_DTYPES:
+        raise InputError(f"{path}: dataset 'y' has dtype {y.dtype}; expected int8/int16/int32/int64")
+    if y.shape[0] != X.shape[0]:
+        raise InputError(f"{path}: 'X' has {X.shape[0]} rows but 'y' has {y.shape[0]}")
+    if X.shape[1] > MAX_FEATURES:
+        raise InputError(f"{path}: dataset 'X' has {X.shape[1]:,} features; at most {MAX_FEATURES:,} are supported")
+    has_domain = "domain" in f
+    if has_domain:
+        dom = f["domain"]
+        if not isinstance(dom, h5py.Dataset):
+            raise InputError(f"{path}: 'domain' must be a dataset of shape ({X.shape[0]},), not a group")
+        if dom.ndim != 1 or dom.shape[0] != X.shape[0]:
+            raise InputError(f"{path}: dataset 'domain' must have shape ({X.shape[0]},), has {dom.shape}")
+        if dom.dtype not in DOMAIN_DTYPES:
+            raise InputError(f"{path}: dataset 'domain' has dtype {dom.dtype}; expected an integer type")
+    # The shapes above size every later allocation: the file must hold them.
+    size = os.path.getsize(path)
+    for name in ("X", "y", "domain") if has_domain else ("X", "y"):
+        check_stored(f[name], path, name, size)
+    try:
+        feature_names = _strings(_read_attr(f, "feature_names", path))
+        domain_names = _strings(_read_attr(f, "domain_names", path))
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{path}: attribute feature_names/domain_names is not a list of strings ({exc})") from None
+    if feature_names is not None and len(feature_names) != X.shape[1]:
+        raise InputError(
+            f"{path}: attribute feature_names has {len(feature_names)} names for {X.shape[1]} features"
+        )
+    classes = None
+    if _labels.CLASSES_ATTR in f.attrs:
+        try:
+            classes = _labels.decode_attr(_read_attr(f, _labels.CLASSES_ATTR, path), path)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    try:
+        attrs = {k: (v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v) for k, v in f.attrs.items()}
+    except (OSError, TypeError, ValueError, KeyError, RuntimeError) as exc:
+        raise InputError(f"{path}: an attribute cannot be read ({exc})") from None
+    return FileInfo(
+        path=path,
+        n=int(X.shape[0]),
+        d=int(X.shape[1]),
+        x_dtype=X.dtype,
+        y_dtype=y.dtype,
+        has_domain=has_domain,
+        feature_names=feature_names,
+        domain_names=domain_names,
+        attrs=attrs,
+        classes=classes,
+    )
 
 
 def _chunk_rows(d: int, itemsize: int) -> int:
@@ -222,6 +347,9 @@ class DatasetWriter:
         self.y_dtype = _check_y_dtype(y_dtype)
         if self.x_dtype not in X_DTYPES:
             raise InputError(f"unsupported X dtype {self.x_dtype}")
+        if not 0 <= self.d <= MAX_FEATURES:
+            # What inspect() would refuse to read back.
+            raise InputError(f"{self.path}: {self.d:,} features; a data file has 0..{MAX_FEATURES:,}")
         if classes is not None and deferred_y:
             raise InputError("deferred_y: give the classes to relabel(), not to the writer")
         classes_attr = None
@@ -441,6 +569,18 @@ def write_dataset(
             w.add_array(name, data)
 
 
+def read_rows(f: Any, name: str, start: int, stop: int, path: str) -> np.ndarray:
+    """Rows ``[start, stop)`` of dataset ``name`` of the open file ``f``.
+
+    A chunk HDF5 cannot read (damaged, or a filter this build lacks) is an
+    InputError naming the file, the dataset and the rows, not a traceback.
+    """
+    try:
+        return f[name][start:stop]
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise InputError(f"{path}: dataset '{name}' rows {start}..{stop - 1} cannot be read ({exc})") from None
+
+
 def read_arrays(path: str | os.PathLike, start: int = 0, stop: Optional[int] = None) -> dict[str, np.ndarray]:
     """Read rows ``[start, stop)`` of ``X``, ``y`` and ``domain`` (if any) of one file."""
     h5py = _h5py()
@@ -468,15 +608,15 @@ def summarize(path: str | os.PathLike, chunk_rows: int = 1 << 18) -> dict:
     with h5py.File(info.path, "r") as f:
         for start in range(0, info.n, chunk_rows):
             stop = min(info.n, start + chunk_rows)
-            vals, counts = np.unique(f["y"][start:stop], return_counts=True)
+            vals, counts = np.unique(read_rows(f, "y", start, stop, info.path), return_counts=True)
             for v, c in zip(vals.tolist(), counts.tolist()):
                 labels[v] = labels.get(v, 0) + c
             if info.has_domain:
-                vals, counts = np.unique(f["domain"][start:stop], return_counts=True)
+                vals, counts = np.unique(read_rows(f, "domain", start, stop, info.path), return_counts=True)
                 for v, c in zip(vals.tolist(), counts.tolist()):
                     domains[v] = domains.get(v, 0) + c
             if info.x_dtype.kind == "f":
-                missing += int(np.isnan(f["X"][start:stop]).sum())
+                missing += int(np.isnan(read_rows(f, "X", start, stop, info.path)).sum())
     if info.classes is not None:
         bad = [v for v in labels if not 0 <= v < len(info.classes)]
         if bad:

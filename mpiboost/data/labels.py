@@ -27,6 +27,10 @@ Label = Union[int, float, str]
 
 MAX_CLASSES = 256  # most classes of one run (a multiclass histogram holds d x 256 x K sums)
 CLASSES_ATTR = "classes"  # the file attribute naming the values that y indexes
+# Longest ``classes`` JSON text parsed: MAX_CLASSES labels of up to 64 KiB
+# each. Parsing costs several times the text in memory, so a longer
+# attribute (necessarily not a class list) is refused before it is parsed.
+MAX_CLASSES_TEXT = MAX_CLASSES << 16
 
 
 def is_number(v) -> bool:
@@ -113,28 +117,54 @@ def encode_attr(classes: Sequence[Label]) -> str:
     return json.dumps([plain(v) for v in classes], ensure_ascii=False)
 
 
-def decode_attr(raw, where: str) -> list:
-    """Parse and check a ``classes`` attribute; ``where`` names the file in errors (ValueError)."""
+def decode_attr(raw, where: str, name: str = "attribute 'classes'") -> list:
+    """Parse and check a class list: a ``classes`` attribute or a model header's ``classes``.
+
+    Parameters
+    ----------
+    raw : str, bytes, list or ndarray
+        The JSON text of a list of label values, or the list itself.
+    where : str
+        The file, for the messages.
+    name : str
+        What ``raw`` is, for the messages.
+
+    Returns
+    -------
+    list
+        Between 1 and :data:`MAX_CLASSES` distinct plain label values (see
+        :func:`plain`), all numbers or all strings.
+
+    Raises
+    ------
+    ValueError
+        Naming ``where`` and ``name``.
+    """
     if isinstance(raw, (bytes, np.bytes_)):
-        raw = raw.decode()
+        try:
+            raw = raw.decode()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{where}: {name} is not UTF-8 text ({exc})") from None
     if isinstance(raw, np.ndarray):
         raw = raw.tolist()
     if isinstance(raw, str):
+        if len(raw) > MAX_CLASSES_TEXT:
+            raise ValueError(f"{where}: {name} is {len(raw):,} characters long (at most {MAX_CLASSES_TEXT:,})")
         try:
             raw = json.loads(raw)
-        except ValueError as exc:
-            raise ValueError(f"{where}: attribute 'classes' is not a JSON list ({exc})") from None
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"{where}: {name} is not a JSON list ({exc})") from None
     if not isinstance(raw, list) or not raw:
-        raise ValueError(f"{where}: attribute 'classes' must be a non-empty list of label values")
+        raise ValueError(f"{where}: {name} must be a non-empty list of label values")
     if len(raw) > MAX_CLASSES:
-        raise ValueError(f"{where}: attribute 'classes' lists {len(raw)} classes (at most {MAX_CLASSES})")
+        raise ValueError(f"{where}: {name} lists {len(raw)} classes (at most {MAX_CLASSES})")
     try:
         values = [plain(v) for v in raw]
         canonical(values)
     except ValueError as exc:
-        raise ValueError(f"{where}: attribute 'classes': {exc}") from None
+        raise ValueError(f"{where}: {name}: {exc}") from None
     if len(set(values)) != len(values):
-        raise ValueError(f"{where}: attribute 'classes' lists a value twice")
+        raise ValueError(f"{where}: {name} lists a value twice")
     return values
 
 

@@ -15,10 +15,11 @@ from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
+from .. import watchdog
 from ..errors import CollectiveError, InputError
 from . import labels as lab
 from .binning import DEFAULT_SAMPLE, MAX_VALUE_BINS, BinMapper, fit_edges, sample_rows
-from .format import FileInfo, inspect
+from .format import MAX_DOMAINS, FileInfo, inspect, read_rows
 
 CHUNK_BYTES = 8 << 20
 
@@ -129,7 +130,11 @@ def iter_block(
         if lo >= hi:
             continue
         step = chunk_rows or _chunk_rows(info.d, info.x_dtype.itemsize)
-        with h5py.File(info.path, "r") as f:
+        try:
+            f = h5py.File(info.path, "r")
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise InputError(f"{info.path}: not a readable HDF5 file ({exc})") from None
+        with f:
             for g in range(lo, hi, step):
                 gs = min(hi, g + step)
                 r0, r1 = int(g - off[fi]), int(gs - off[fi])
@@ -137,7 +142,8 @@ def iter_block(
                 for name in what:
                     if name == "domain" and "domain" not in f:
                         continue
-                    arrays[name] = f[name][r0:r1]
+                    arrays[name] = read_rows(f, name, r0, r1, info.path)
+                watchdog.tick()  # a chunk read is progress; a read stuck on a dead mount is not
                 yield int(g), fi, r0, arrays
 
 
@@ -164,6 +170,9 @@ def _resolve_files(comm, paths: Sequence[str | os.PathLike]) -> list[FileInfo]:
     with comm.collective_guard():
         infos = [inspect(p) for p in paths]
         d0 = infos[0].d
+        if d0 == 0:
+            # Nothing to bin or split on (`info` still describes such a file).
+            raise InputError(f"{infos[0].path}: dataset 'X' has no features (shape ({infos[0].n}, 0))")
         for info in infos[1:]:
             if info.d != d0:
                 raise InputError(
@@ -233,6 +242,14 @@ def _read_targets(comm, files, layout, start, stop, task, mode, classes=None, un
                     raise InputError(
                         f"{files[fi].path}: dataset 'domain' row {r0 + bad[0]}: id {dom[bad[0]]} is negative"
                     )
+                # Checked in the file's dtype, before the int32 copy could wrap a wide id.
+                bad = np.nonzero(dom >= MAX_DOMAINS)[0]
+                if bad.size:
+                    raise InputError(
+                        f"{files[fi].path}: dataset 'domain' row {r0 + bad[0]}: id {dom[bad[0]]} is above the limit "
+                        f"{MAX_DOMAINS - 1} (ids are 0, 1, ... and every id up to the largest is a domain: "
+                        f"at most {MAX_DOMAINS} domains)"
+                    )
                 domain[s] = dom
     if task is None:
         return raw.astype(np.int32), domain, list(classes) if classes is not None else None
@@ -291,6 +308,11 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
             names = [f"{name}#{k}" for k, name in enumerate(names)]
     else:
         names = files[0].domain_names
+        if names is not None:
+            # a file's names for fewer domains than its ids use: the others are named by their id
+            names = [str(nm) for nm in names[:n_domains]] + [str(k) for k in range(len(names), n_domains)]
+            if len(set(names)) < len(names):
+                names = [f"{name}#{k}" for k, name in enumerate(names)]
     labels: dict = {}
     if task is not None:
         index = np.where(y == 1, 1, np.where(y == -1, 0, -1)) if task == "binary" else y
@@ -363,7 +385,8 @@ def load(
     domains
         ``"auto"``: one domain per file if several files, else the ``domain``
         dataset if present, else a single domain. ``"file"``, ``"column"``,
-        ``"none"`` force a rule.
+        ``"none"`` force a rule. A ``domain`` dataset's ids are
+        ``0 .. format.MAX_DOMAINS - 1``; the domains are ``0 .. max id``.
     dedicated_coordinator
         Rank 0 holds no rows.
     bins

@@ -75,10 +75,19 @@ class Stump:
         return out
 
 
+MAX_SAMPLES = 10**7  # rows drawn per round: the center holds them all (d bytes each, plus labels and ids)
+
+
 def sample_size(d: int, beta: float, factor: float = 1.0) -> int:
-    """N = ceil(factor * (d / beta^2) * ln(1 / beta)), the paper's sample size."""
+    """N = ceil(factor * (d / beta^2) * ln(1 / beta)), the paper's sample size (at most MAX_SAMPLES)."""
     if not 0 < beta < 1:
         raise ValueError(f"beta must be in (0, 1), got {beta}")
+    # in logarithms, so a tiny beta cannot overflow or divide by zero before the limit is checked
+    log_n = math.log(factor) + math.log(d) - 2.0 * math.log(beta) + math.log(math.log(1.0 / beta) or 1e-300)
+    if log_n > math.log(MAX_SAMPLES):
+        raise ValueError(f"--beta {beta:g} (with --sample-factor {factor:g}, {d} features) asks for "
+                         f"N = {math.exp(min(log_n, 700.0)):.3g} rows per round, above the limit of {MAX_SAMPLES:,}: "
+                         "raise --beta, lower --sample-factor, or give --samples N")
     return max(1, math.ceil(factor * (d / beta**2) * math.log(1 / beta)))
 
 

@@ -28,7 +28,6 @@ from .categories import (
 )
 from .common import (
     BATCH_TOKENS,
-    INDEX_MAX,
     ConvertResult,
     PathLike,
     _BadRow,
@@ -45,6 +44,7 @@ from .common import (
     _warn_unmatched,
 )
 from .domainmap import _DomainMap
+from ..format import MAX_DOMAINS
 from .source import _Progress, _Source
 
 _INT_RE = re.compile(r"[+-]?[0-9]+")
@@ -385,7 +385,7 @@ class _CsvParser:
                 ids = np.fromiter(map(int, tokens), dtype=np.int64, count=len(tokens))
             except ValueError:
                 raise _Retry from None
-            if ids.size and (ids.min() < 0 or ids.max() > INDEX_MAX):
+            if ids.size and (ids.min() < 0 or ids.max() >= MAX_DOMAINS):
                 raise _Retry
             return ids.astype(np.int32)
         names = self.domain_names
@@ -444,8 +444,8 @@ class _CsvParser:
                     f"domain column {self.columns[self.domain]}: '{tok}' is not an integer "
                     "(the first rows had integer domain ids; --domain-map maps text values)",
                 )
-            if not 0 <= int(tok) <= INDEX_MAX:
-                raise _BadRow(r, f"domain column {self.columns[self.domain]}: id {tok} must be in 0..{INDEX_MAX}")
+            if not 0 <= int(tok) < MAX_DOMAINS:
+                raise _BadRow(r, f"domain column {self.columns[self.domain]}: id {tok} must be in 0..{MAX_DOMAINS - 1}")
         elif not tok:
             raise _BadRow(r, f"domain column {self.columns[self.domain]} is empty")
 

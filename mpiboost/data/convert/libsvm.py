@@ -8,11 +8,10 @@ from typing import Iterator, Optional
 import numpy as np
 
 from ...errors import InputError
-from ..format import DatasetWriter
+from ..format import MAX_FEATURES, DatasetWriter
 from . import common
 from .common import (
     BATCH_TOKENS,
-    INDEX_MAX,
     ConvertResult,
     PathLike,
     _BadRow,
@@ -29,6 +28,11 @@ from .common import (
 from .source import _Progress, _Source
 
 _INDEX_CACHE_MAX = 1 << 20
+# Largest feature index taken without --n-features. Rows are stored dense,
+# so the largest index sets the width of every row: one corrupt or mistyped
+# index (a 12:0.5 garbled into 1200000000:0.5) would make every row that
+# many floats wide. Wider data must say how wide it is.
+AUTO_INDEX_MAX = 1_000_000
 CAP_HINT = (
     ": is this classification data? (LIBSVM regression targets are real numbers; "
     "--positive-label V makes V +1 and every other label -1)"
@@ -137,7 +141,7 @@ class _LibsvmParser:
             vals = np.fromiter(map(float, val_s), dtype=np.float64, count=n)
         except ValueError:
             raise _Retry from None
-        top = self.n_features if self.n_features is not None else INDEX_MAX
+        top = self.n_features if self.n_features is not None else AUTO_INDEX_MAX
         if cols.min() < 1 or cols.max() > top:
             raise _Retry
         # Also rejects NaN and inf (comparisons with NaN are false).
@@ -171,8 +175,17 @@ class _LibsvmParser:
                 return np.fromiter(map(int, idx_s), dtype=np.int64, count=n)
             cache.update((text, int(text)) for text in new)
             return np.fromiter(map(cache.__getitem__, idx_s), dtype=np.int64, count=n)
-        except OverflowError:
+        except (OverflowError, ValueError):  # ValueError: more digits than int() converts
             raise _Retry from None
+
+    def _too_large(self, index: str) -> str:
+        """Why feature index ``index`` is refused: above --n-features, or above the limit without it."""
+        if self.n_features is not None:
+            return f"feature index {index} is above --n-features {self.n_features}"
+        return (
+            f"feature index {index} is above {AUTO_INDEX_MAX:,}: give the number of features with --n-features "
+            "(rows are stored dense, so the largest index sets the width of every row)"
+        )
 
     def _check_rows(self, batch: _LibsvmBatch) -> None:
         """Raise ``_BadRow`` at the first invalid row (same rules as ``_fast``)."""
@@ -192,13 +205,15 @@ class _LibsvmParser:
                     raise _BadRow(r, "'qid:' entries (ranking data) are not supported")
                 if not (idx.isascii() and idx.isdigit()):
                     raise _BadRow(r, f"feature index '{idx}' in '{tok}' is not a positive integer")
+                digits = idx.lstrip("0")
+                if len(digits) > 18:  # beyond any limit, and beyond what int() converts in full
+                    shown = f"{digits[:12]}... ({len(digits)} digits)"
+                    raise _BadRow(r, self._too_large(shown))
                 k = int(idx)
                 if k == 0:
                     raise _BadRow(r, f"feature index 0 in '{tok}': LIBSVM indices start at 1")
-                if top is not None and k > top:
-                    raise _BadRow(r, f"feature index {k} is above --n-features {top}")
-                if k > INDEX_MAX:
-                    raise _BadRow(r, f"feature index {k} is too large")
+                if k > (AUTO_INDEX_MAX if top is None else top):
+                    raise _BadRow(r, self._too_large(str(k)))
                 if k in seen:
                     raise _BadRow(r, f"feature index {k} appears twice")
                 seen.add(k)
@@ -231,8 +246,9 @@ def convert_libsvm(
     out : str or os.PathLike
         Output HDF5 file, written atomically.
     n_features : int, optional
-        Number of features ``d``; indices must be in ``1..d``. When omitted a
-        first pass over the file finds the largest index.
+        Number of features ``d`` (at most ``format.MAX_FEATURES``); indices
+        must be in ``1..d``. When omitted a first pass over the file finds
+        the largest index, which must be at most :data:`AUTO_INDEX_MAX`.
     positive_label : str, optional
         A number: labels equal to it become +1, all others -1. Without it the
         labels are kept as they are (see :func:`mpiboost.data.labels.classes_from_tokens`):
@@ -260,6 +276,8 @@ def convert_libsvm(
     _check_common(path, out, limit)
     if n_features is not None and n_features < 1:
         raise InputError(f"--n-features must be at least 1, got {n_features}")
+    if n_features is not None and n_features > MAX_FEATURES:
+        raise InputError(f"--n-features {n_features:,} is above the most features a data file has ({MAX_FEATURES:,})")
     name = os.fspath(path)
 
     if n_features is None:

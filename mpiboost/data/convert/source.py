@@ -33,6 +33,9 @@ class _Source:
             raise InputError(f"{self.name}: no such file")
         if os.path.isdir(self.name):
             raise InputError(f"{self.name}: is a directory, not a file")
+        if not os.path.isfile(self.name):
+            # a FIFO or device would block or never end
+            raise InputError(f"{self.name}: not a regular file (a FIFO, device or socket)")
         self.size = os.path.getsize(self.name)
         try:
             self._raw = open(self.name, "rb")
@@ -53,6 +56,8 @@ class _Source:
                 self.lines_read += 1
                 if self.progress is not None and not self.lines_read & 0xFFF:
                     self.progress.update()
+                if "\0" in line:
+                    raise InputError(f"{self.name}:{self.lines_read}: a NUL byte: this is not a text file")
                 yield line
         except _READ_ERRORS as exc:
             raise InputError(
