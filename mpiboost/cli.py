@@ -513,10 +513,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # made the domain classifier fit 2-3x slower. Set before scipy is first imported.
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    from . import watchdog
+
+    as_command = argv is None  # the process exits next (a call with arguments is a library use)
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["train"]:
-        return guarded(_train, argv[1:])
-    return guarded(_dispatch, argv)
+    code = guarded(_train, argv[1:]) if argv[:1] == ["train"] else guarded(_dispatch, argv)
+    if as_command:
+        watchdog.arm_exit_alarm()  # no hang in MPI_Finalize either
+    return code
 
 
 def _dispatch(argv: Sequence[str]) -> int:

@@ -26,7 +26,9 @@ lookup.
 """
 from __future__ import annotations
 
+import math
 import os
+import signal
 import sys
 import threading
 import time
@@ -39,6 +41,7 @@ GRACE = 5.0  # seconds between MPI_Abort and the hard exit
 _TAG = 0x7D06
 
 _active: Optional["Watchdog"] = None
+_last_timeout = 0.0  # the bound of the last watchdog this process ran (for the exit alarm)
 
 
 def tick() -> None:
@@ -183,10 +186,11 @@ def start(comm: Any, timeout: Optional[float], option: str = "--stall-timeout") 
     rank at the same point of the program (after a collective), so no rank
     stops its heartbeats while another still checks them.
     """
-    global _active
+    global _active, _last_timeout
     if not timeout or comm.size == 1:
         return None
     w = Watchdog(comm.mpi, timeout, option=option)
+    _last_timeout = float(timeout)
     _active = w
     w.start()
     return w
@@ -198,3 +202,15 @@ def stop() -> None:
     w, _active = _active, None
     if w is not None:
         w.stop()
+
+
+def arm_exit_alarm() -> None:
+    """After the watchdog stopped: end the process if its exit (MPI_Finalize) hangs past the bound.
+
+    Finalizing talks to the launcher; across a network cut after the last
+    collective it can wait for ever. ``SIGALRM``'s default action ends the
+    process, at the C level, whatever state the interpreter is in. Only for
+    the command line (a process that is about to exit), never a library call.
+    """
+    if _last_timeout > 0 and hasattr(signal, "alarm"):
+        signal.alarm(max(1, int(math.ceil(_last_timeout + GRACE))))

@@ -211,12 +211,13 @@ def _inspect_open(f: Any, path: str) -> FileInfo:
         raise InputError(f"{path}: dataset 'X' must be 2-D (n, d), has shape {X.shape}")
     if y.ndim != 1:
         raise InputError(f"{path}: dataset 'y' must be 1-D (n,), has shape {y.shape}")
-    if X.dtype not in X_DTYPES:
+    # byte order is HDF5's business: a big-endian file is read into native arrays (read_rows)
+    if _native(X.dtype) not in X_DTYPES:
         raise InputError(
             f"{path}: dataset 'X' has dtype {X.dtype}; expected one of "
             + ", ".join(sorted(str(t) for t in X_DTYPES))
         )
-    if y.dtype not in Y_DTYPES:
+    if _native(y.dtype) not in Y_DTYPES:
         raise InputError(f"{path}: dataset 'y' has dtype {y.dtype}; expected int8/int16/int32/int64")
     if y.shape[0] != X.shape[0]:
         raise InputError(f"{path}: 'X' has {X.shape[0]} rows but 'y' has {y.shape[0]}")
@@ -229,7 +230,7 @@ def _inspect_open(f: Any, path: str) -> FileInfo:
             raise InputError(f"{path}: 'domain' must be a dataset of shape ({X.shape[0]},), not a group")
         if dom.ndim != 1 or dom.shape[0] != X.shape[0]:
             raise InputError(f"{path}: dataset 'domain' must have shape ({X.shape[0]},), has {dom.shape}")
-        if dom.dtype not in DOMAIN_DTYPES:
+        if _native(dom.dtype) not in DOMAIN_DTYPES:
             raise InputError(f"{path}: dataset 'domain' has dtype {dom.dtype}; expected an integer type")
     # The shapes above size every later allocation: the file must hold them.
     size = os.path.getsize(path)
@@ -258,8 +259,8 @@ def _inspect_open(f: Any, path: str) -> FileInfo:
         path=path,
         n=int(X.shape[0]),
         d=int(X.shape[1]),
-        x_dtype=X.dtype,
-        y_dtype=y.dtype,
+        x_dtype=_native(X.dtype),
+        y_dtype=_native(y.dtype),
         has_domain=has_domain,
         feature_names=feature_names,
         domain_names=domain_names,
@@ -576,9 +577,16 @@ def read_rows(f: Any, name: str, start: int, stop: int, path: str) -> np.ndarray
     InputError naming the file, the dataset and the rows, not a traceback.
     """
     try:
-        return f[name][start:stop]
+        rows = f[name][start:stop]
     except (OSError, KeyError, TypeError, ValueError, RuntimeError) as exc:
         raise InputError(f"{path}: dataset '{name}' rows {start}..{stop - 1} cannot be read ({exc})") from None
+    return rows if rows.dtype.isnative else rows.astype(_native(rows.dtype))
+
+
+def _native(dtype: Any) -> np.dtype:
+    """``dtype`` in this machine's byte order (numbers of one byte have none)."""
+    t = np.dtype(dtype)
+    return t if t.isnative or t.kind not in "iuf" else t.newbyteorder("=")
 
 
 def read_arrays(path: str | os.PathLike, start: int = 0, stop: Optional[int] = None) -> dict[str, np.ndarray]:
