@@ -197,6 +197,20 @@ def _start(args: argparse.Namespace):
     return comm
 
 
+def _load_model(comm, args: argparse.Namespace):
+    """Collective: the model of ``--model`` (cut to ``--rounds``), checked against the ``--data`` files' width."""
+    from .data.format import inspect
+    from .model import Model
+
+    with comm.collective_guard():
+        model = _truncate(Model.load(args.model), args.rounds)
+        for path in args.data:
+            d = inspect(path).d
+            if d != model.n_features:
+                raise InputError(f"--model {args.model} has {model.n_features} features but --data {path} has {d}")
+    return model
+
+
 def _truncate(model, rounds: int):
     if not rounds:
         return model
@@ -208,15 +222,13 @@ def _truncate(model, rounds: int):
 def cmd_predict(args: argparse.Namespace) -> int:
     from .data import labels as lab
     from .evaluate import predict, write_predictions
-    from .model import Model
-
     from .outputs import check_outputs
 
     comm = _start(args)
     with comm.collective_guard():
         if comm.is_center:
             check_outputs([("--out", args.out)], [("--model", args.model)] + [("--data", f) for f in args.data])
-        model = _truncate(Model.load(args.model), args.rounds)
+    model = _load_model(comm, args)
     values = predict(comm, model, args.data, scores=args.scores, dedicated_coordinator=args.dedicated_coordinator)
     with comm.collective_guard():
         if comm.is_center:
@@ -235,11 +247,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
-    from .model import Model
 
     comm = _start(args)
-    with comm.collective_guard():
-        model = _truncate(Model.load(args.model), args.rounds)
+    model = _load_model(comm, args)
     report = evaluate(comm, model, args.data, dedicated_coordinator=args.dedicated_coordinator)
     if comm.is_center:
         print(json.dumps(report, sort_keys=True), flush=True)

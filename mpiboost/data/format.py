@@ -44,11 +44,13 @@ Y_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64")}
 Y_WRITE_DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32))  # what the writers store
 DOMAIN_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64", "uint8", "uint16")}
 CHUNK_BYTES = 1 << 20  # ~1 MiB of rows per HDF5 chunk
-# Most features of a data file (and of a model). Feature ids are int32 in the
-# kernels, and every feature costs a model its bin edges and every round a
-# 256-bin histogram of int64 sums (2 KiB): at 2**24 features one histogram
-# is 32 GiB, beyond what any run holds, so a wider file is a broken one.
-MAX_FEATURES = 1 << 24
+# Most features of a data file (and of a model). Every feature costs a model
+# its bin edges and every round a 256-bin histogram of int64 sums (2 KiB, 2 GiB
+# per round at 2**20 features, reduced over the ranks), and binning one takes
+# ~30 us: a dense file wider than 2**20 (about a million) columns is either
+# broken or sparse data that belongs in a sparse learner, and would make
+# `validate` or the first round look hung for minutes.
+MAX_FEATURES = 1 << 20
 # Most domains of a run: a domain column's ids are 0, 1, ... and every id up
 # to the largest counts as a domain, so one stray id would size the
 # per-domain state (the domain classifier's weights, Q(k|x) of every row,

@@ -432,7 +432,8 @@ def load(
         checked = True
     else:
         if bins.n_features != d:
-            raise InputError(f"the model expects {bins.n_features} features but {files[0].path} has {d}")
+            # every rank knows both numbers: an agreed error
+            raise CollectiveError(f"the model expects {bins.n_features} features but {files[0].path} has {d}")
         checked = False
     cols = np.empty((d, stop - start), dtype=np.uint8)
     raw = np.empty((stop - start, d), dtype=np.float64) if keep_raw else None
