@@ -103,7 +103,8 @@ class MetricsLog(_Writer):
 
     With ``append`` (a resumed run), the records of rounds after the
     checkpoint, which the resumed run repeats, and the earlier summaries are
-    dropped first, so the file holds each round once.
+    dropped first, so the file holds each round once; ``keep`` (the
+    checkpoint's rounds) keeps those even when this run stops before them.
     """
 
     option = "--metrics"
@@ -112,6 +113,7 @@ class MetricsLog(_Writer):
         super().__init__()
         self.path = os.fspath(path)
         self.append = append
+        self.keep = 0
         self.file: Any = None
 
     def on_train_begin(self, env: RoundEnv) -> None:
@@ -119,7 +121,7 @@ class MetricsLog(_Writer):
             return
         try:
             if self.append and os.path.exists(self.path):
-                keep_rounds_up_to(self.path, env.t)
+                keep_rounds_up_to(self.path, max(env.t, self.keep))
             self.file = open(self.path, "a" if self.append else "w", encoding="utf-8")
         except OSError as exc:
             self._failed(self.path, exc)

@@ -101,7 +101,9 @@ def _check_synth_options(args: argparse.Namespace, options: dict) -> None:
     need = 4 * 8 * rows * max(ints.get("d", 0), 21)
     have = _available_bytes()
     if need > have:
-        raise InputError(f"synth {args.generator}: --n {args.n:,} would need about {need / 2**30:.1f} GiB to "
+        sizes = " x ".join(f"--{k.replace('_', '-')} {v:,}" for k, v in [("n", args.n), *sorted(ints.items())]
+                           if k in ("n", "sources", "target_n", "d"))
+        raise InputError(f"synth {args.generator}: {sizes} would need about {need / 2**30:.1f} GiB to "
                          f"generate; this machine has {have / 2**30:.1f} GiB available")
 
 

@@ -247,20 +247,32 @@ class Model:
         }
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the model as HDF5, atomically (temporary file, then rename)."""
+        """Write the model as HDF5, atomically (temporary file, then rename).
+
+        The file is built in memory and written with plain file I/O: a full
+        disk then raises OSError, where HDF5's own failed writes can leave its
+        library in a state that crashes the process.
+        """
+        import io
+
         import h5py
 
+        buf = io.BytesIO()
+        with h5py.File(buf, "w") as f:
+            f.attrs["header"] = json.dumps(_plain(self._header()), sort_keys=True)
+            g = f.create_group("ensemble")
+            for name in ENSEMBLE_ARRAYS:
+                g.create_dataset(name, data=getattr(self, name))
+            g.create_dataset("threshold", data=self.thresholds())
+            flat, offsets = self.bins.flat()
+            b = f.create_group("bins")
+            b.create_dataset("edges", data=flat)
+            b.create_dataset("offsets", data=offsets)
         with atomic_path(path) as tmp:
-            with h5py.File(tmp, "w") as f:
-                f.attrs["header"] = json.dumps(_plain(self._header()), sort_keys=True)
-                g = f.create_group("ensemble")
-                for name in ENSEMBLE_ARRAYS:
-                    g.create_dataset(name, data=getattr(self, name))
-                g.create_dataset("threshold", data=self.thresholds())
-                flat, offsets = self.bins.flat()
-                b = f.create_group("bins")
-                b.create_dataset("edges", data=flat)
-                b.create_dataset("offsets", data=offsets)
+            with open(tmp, "wb") as out:
+                out.write(buf.getbuffer())
+                out.flush()
+                os.fsync(out.fileno())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":

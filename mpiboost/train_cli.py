@@ -283,7 +283,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     callbacks = [cb.ProgressBar(False if args.quiet else None)]
     writers = []
     if args.metrics:
-        writers.append(cb.MetricsLog(args.metrics, append=args.resume))
+        metrics_log = cb.MetricsLog(args.metrics, append=args.resume)
+        writers.append(metrics_log)
     resume = None
     if args.resume and os.path.exists(args.checkpoint):
         with comm.collective_guard():
@@ -292,6 +293,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             raise CollectiveError(f"--checkpoint {args.checkpoint} does not record its seed and data (a model, not a "
                                   "checkpoint, or one made by an older mpiboost): resume refused; delete it or "
                                   "train without --resume")
+    if resume is not None and args.metrics:
+        metrics_log.keep = resume.n_rounds  # like the checkpoint, the log keeps the rounds the checkpoint holds
     if args.checkpoint:
         writers.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every, keep=resume.n_rounds if resume else 0))
     result = train(
@@ -307,6 +310,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         threads=args.threads,
         resume=resume,
     )
+    if result.model.n_rounds == 0 and comm.is_center:
+        # a legitimate end (an algorithm may find no usable weak learner), but never a silent one
+        import sys
+
+        print(f"mpiboost: warning: no round could be trained ({result.summary['stop_reason']}): the model in "
+              f"{args.model} is empty and predicts class {result.model.classes[-1]!r} for every row",
+              file=sys.stderr, flush=True)
     message = ""
     if comm.is_center:
         failed = save_model(result.model, args.model)

@@ -74,13 +74,17 @@ def _strings(value: Any) -> Optional[list[str]]:
     return out
 
 
+WRITE_MARGIN_BYTES = 8 << 20  # HDF5's chunk caches and metadata, written at flush/close
+UNSTORED_OK_BYTES = 64 << 20  # a dataset this small may leave storage unallocated (fill values)
+
+
 def check_stored(dset: Any, path: str, name: str, file_size: Optional[int] = None) -> None:
     """Refuse a dataset that claims more elements than the file stores.
 
     HDF5 allocates storage lazily: a dataset may claim any shape and read
     back fill values for what was never written, so a small file can claim
-    10**12 rows. Before its shape sizes any allocation, a dataset must store
-    every element: a contiguous (or compact) one its full logical size,
+    10**12 rows. Before its shape sizes any allocation, a dataset larger than
+    ``UNSTORED_OK_BYTES`` must store every element: a contiguous (or compact) one its full logical size,
     inside the file; a chunked one every chunk of its shape (compressed
     chunks are smaller than their logical size, which is fine). Data kept
     outside the file (external storage, virtual datasets) is refused: what
@@ -116,7 +120,9 @@ def check_stored(dset: Any, path: str, name: str, file_size: Optional[int] = Non
             f"{where} keeps its data outside the file (a virtual dataset or external storage); "
             "mpiboost reads only data stored in the file itself (h5repack copies it in)"
         )
-    if logical == 0:
+    if logical <= UNSTORED_OK_BYTES:
+        # Small enough to read whatever it holds: a dataset created with a fill
+        # value and never written is legitimate HDF5 (its values are the fill value).
         return
     size = os.path.getsize(path) if file_size is None else int(file_size)
     stored = int(dset.id.get_storage_size())
@@ -370,6 +376,7 @@ class DatasetWriter:
         self._codes_path: Optional[str] = None
         tmp = temporary_beside(self.path)
         self._tmp = tmp
+        self._tmp_dir = os.path.dirname(tmp) or "."
         try:
             # libver "latest" stores large attributes (thousands of feature names) densely.
             self._f = h5py.File(tmp, "w", libver="latest")
@@ -425,6 +432,7 @@ class DatasetWriter:
         if len(y) != m:
             raise InputError("X and y chunks differ in length")
         y = np.asarray(y)
+        self._room(X.shape[0] * self.d * self.x_dtype.itemsize + 8 * len(y))
         if self._codes is not None:
             codes = y.astype(np.int32, copy=False)
             if codes.size and codes.min() < 0:
@@ -445,6 +453,23 @@ class DatasetWriter:
             self._dom.resize(stop, axis=0)
             self._dom[self.n : stop] = np.asarray(domain, dtype=np.int32)
         self.n = stop
+
+    def _room(self, nbytes: int) -> None:
+        """Refuse to write ``nbytes`` more to a disk that cannot take them (before HDF5 tries).
+
+        HDF5's failed writes on a full disk can leave the library in a state
+        that crashes the process at close; a clear error first keeps the
+        exit code 2 and lets the temporary file be removed.
+        """
+        import shutil
+
+        try:
+            free = shutil.disk_usage(self._tmp_dir).free
+        except OSError:
+            return
+        if free < nbytes + WRITE_MARGIN_BYTES:
+            raise InputError(f"{self.path}: no space left on the disk for the next {nbytes:,} bytes "
+                             f"({free:,} free; nothing written)")
 
     def relabel(
         self, table: np.ndarray, y_dtype: Any, classes: Optional[Sequence] = None, chunk_rows: int = 1 << 20
@@ -498,6 +523,11 @@ class DatasetWriter:
         if self.deferred:
             self.discard()
             raise InputError("deferred_y: relabel() was not called before close(); nothing written")
+        try:
+            self._room(0)  # what HDF5 still holds in its caches goes out now
+        except InputError:
+            self.discard()
+            raise
         if self.domain_names is not None:
             self._f.attrs["domain_names"] = np.array([str(s) for s in self.domain_names], dtype=_h5py().string_dtype())
         self._f.close()

@@ -73,6 +73,10 @@ def _libsvm_batches(src: _Source, rows: int, limit: Optional[int]) -> Iterator[_
             parts = line.split()
             if not parts:
                 continue
+            if ":" in parts[0]:
+                # "1:0.5 3:2" with its label missing would read the first entry as a label
+                raise InputError(f"{src.name}:{lineno}: the line starts with the entry {parts[0]!r}, not a label "
+                                 "(LIBSVM lines are: LABEL INDEX:VALUE ...)")
             add_line(lineno)
             add_label(parts[0])
             add_count(len(parts) - 1)
