@@ -65,6 +65,11 @@ class Reweighting(Algorithm):
         if self.params.get("weak_learner") != "sample":
             return 0
         if self.params.get("n_samples"):
+            from ..weak.stump import MIN_SAMPLES
+
+            if int(self.params["n_samples"]) < MIN_SAMPLES:
+                raise ValueError(f"--samples {self.params['n_samples']}: at least {MIN_SAMPLES} rows per round "
+                                 "(0: the paper's N)")
             return int(self.params["n_samples"])
         from ..weak.stump import sample_size
 

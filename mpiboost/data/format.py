@@ -439,19 +439,25 @@ class DatasetWriter:
                 raise InputError("deferred_y: provisional label codes must be non-negative")
         else:
             _fits(y, self.y_dtype)
+        if self._dom is not None and (domain is None or len(domain) != m):
+            raise InputError("this file has a domain column: pass a domain chunk of the same length")
         stop = self.n + m
-        self._X.resize(stop, axis=0)
-        self._X[self.n : stop] = X.astype(self.x_dtype, copy=False)
-        if self._codes is not None:
-            self._codes.write(np.ascontiguousarray(codes).tobytes())
-        else:
-            self._y.resize(stop, axis=0)
-            self._y[self.n : stop] = y.astype(self.y_dtype, copy=False)
-        if self._dom is not None:
-            if domain is None or len(domain) != m:
-                raise InputError("this file has a domain column: pass a domain chunk of the same length")
-            self._dom.resize(stop, axis=0)
-            self._dom[self.n : stop] = np.asarray(domain, dtype=np.int32)
+        try:
+            self._X.resize(stop, axis=0)
+            self._X[self.n : stop] = X.astype(self.x_dtype, copy=False)
+            if self._codes is not None:
+                self._codes.write(np.ascontiguousarray(codes).tobytes())
+            else:
+                self._y.resize(stop, axis=0)
+                self._y[self.n : stop] = y.astype(self.y_dtype, copy=False)
+            if self._dom is not None:
+                self._dom.resize(stop, axis=0)
+                self._dom[self.n : stop] = np.asarray(domain, dtype=np.int32)
+        except (OSError, RuntimeError) as exc:  # a disk that filled after the check, an I/O error
+            from ..atomic import why
+
+            raise InputError(f"{self.path}: could not write rows {self.n}..{stop - 1} ({why(exc)}); "
+                             "nothing written") from None
         self.n = stop
 
     def _room(self, nbytes: int) -> None:
@@ -528,21 +534,35 @@ class DatasetWriter:
         except InputError:
             self.discard()
             raise
-        if self.domain_names is not None:
-            self._f.attrs["domain_names"] = np.array([str(s) for s in self.domain_names], dtype=_h5py().string_dtype())
-        self._f.close()
+        try:
+            if self.domain_names is not None:
+                self._f.attrs["domain_names"] = np.array([str(s) for s in self.domain_names],
+                                                         dtype=_h5py().string_dtype())
+            self._f.close()
+        except (OSError, RuntimeError) as exc:
+            from ..atomic import why
+
+            self.discard()
+            raise InputError(f"{self.path}: could not write the file ({why(exc)}); nothing written") from None
         self._f = None
         os.replace(self._tmp, self.path)
 
     def discard(self) -> None:
+        """Drop everything written so far; never raises (it runs while another error is reported)."""
         if self._codes is not None:
-            self._codes.close()
+            try:
+                self._codes.close()
+            except OSError:
+                pass
             self._codes = None
         if self._codes_path is not None:
             discard(self._codes_path)
             self._codes_path = None
         if self._f is not None:
-            self._f.close()
+            try:
+                self._f.close()  # flushes: fails on the very full disk that brought us here
+            except (OSError, RuntimeError):
+                pass
             self._f = None
         discard(self._tmp)
 

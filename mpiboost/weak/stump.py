@@ -76,6 +76,7 @@ class Stump:
 
 
 MAX_SAMPLES = 10**7  # rows drawn per round: the center holds them all (d bytes each, plus labels and ids)
+MIN_SAMPLES = 32  # fewer rows cannot tell good thresholds from lucky ones: training would stop at round 1
 
 
 def sample_size(d: int, beta: float, factor: float = 1.0) -> int:
@@ -88,7 +89,11 @@ def sample_size(d: int, beta: float, factor: float = 1.0) -> int:
         raise ValueError(f"--beta {beta:g} (with --sample-factor {factor:g}, {d} features) asks for "
                          f"N = {math.exp(min(log_n, 700.0)):.3g} rows per round, above the limit of {MAX_SAMPLES:,}: "
                          "raise --beta, lower --sample-factor, or give --samples N")
-    return max(1, math.ceil(factor * (d / beta**2) * math.log(1 / beta)))
+    n = max(1, math.ceil(factor * (d / beta**2) * math.log(1 / beta)))
+    if n < MIN_SAMPLES:
+        raise ValueError(f"--beta {beta:g} with --sample-factor {factor:g} gives N = {n} rows per round, below "
+                         f"{MIN_SAMPLES}: lower --beta, raise --sample-factor, or give --samples N")
+    return n
 
 
 @dataclass
