@@ -41,7 +41,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--valid", nargs="+", metavar="V.h5", help="validation files: error reported every round")
     p.add_argument("--metrics", metavar="M.jsonl", help="per-round metrics, one JSON object per line")
     p.add_argument("--checkpoint", metavar="C.h5", help="save the partial model here during training")
-    p.add_argument("--checkpoint-every", type=int, default=10, metavar="K",
+    p.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
                    help="checkpoint interval in rounds (default 10)")
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
     p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 coordinates and holds no rows")
@@ -94,12 +94,12 @@ def check_common(args: argparse.Namespace) -> None:
         raise CollectiveError(f"--rounds must be in 1..{MAX_ROUNDS:,}, got {args.rounds}")
     if not 0 <= args.seed <= MAX_SEED:
         raise CollectiveError(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
-    if args.checkpoint_every < 1:
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
         raise CollectiveError(f"--checkpoint-every must be at least 1, got {args.checkpoint_every}")
     check_threads(args.threads)
     if args.resume and not args.checkpoint:
         raise CollectiveError("--resume needs --checkpoint FILE")
-    if args.checkpoint_every != 10 and not args.checkpoint:
+    if args.checkpoint_every is not None and not args.checkpoint:
         raise CollectiveError("--checkpoint-every needs --checkpoint FILE")
 
 
@@ -296,7 +296,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if resume is not None and args.metrics:
         metrics_log.keep = resume.n_rounds  # like the checkpoint, the log keeps the rounds the checkpoint holds
     if args.checkpoint:
-        writers.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every, keep=resume.n_rounds if resume else 0))
+        writers.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every or 10, keep=resume.n_rounds if resume else 0))
     result = train(
         comm,
         data,

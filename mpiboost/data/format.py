@@ -313,6 +313,16 @@ def _smallest_y_dtype(y: np.ndarray) -> np.dtype:
     raise InputError(f"labels y range over {lo}..{hi}, which does not fit int32")
 
 
+def _classes_attr(classes: Sequence, path: Any) -> str:
+    """The ``classes`` attribute of ``classes``, checked to read back (InputError naming the file)."""
+    try:
+        raw = _labels.encode_attr(classes)
+        _labels.decode_attr(raw, str(path))
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return raw
+
+
 class DatasetWriter:
     """Write a data file in row chunks; the file appears only when complete.
 
@@ -361,13 +371,7 @@ class DatasetWriter:
             raise InputError(f"{self.path}: {self.d:,} features; a data file has 0..{MAX_FEATURES:,}")
         if classes is not None and deferred_y:
             raise InputError("deferred_y: give the classes to relabel(), not to the writer")
-        classes_attr = None
-        if classes is not None:
-            try:
-                classes_attr = _labels.encode_attr(classes)
-                _labels.decode_attr(classes_attr, str(self.path))
-            except ValueError as exc:
-                raise InputError(str(exc)) from None
+        classes_attr = None if classes is None else _classes_attr(classes, self.path)
         parent = self.path.parent if str(self.path.parent) else Path(".")
         if not parent.is_dir():
             raise InputError(f"{self.path}: directory {parent} does not exist")
@@ -491,12 +495,7 @@ class DatasetWriter:
         table = np.asarray(table)
         _fits(table, dtype)
         if classes is not None:
-            try:
-                raw = _labels.encode_attr(classes)
-                _labels.decode_attr(raw, str(self.path))
-            except ValueError as exc:
-                raise InputError(str(exc)) from None
-            self._f.attrs[_labels.CLASSES_ATTR] = raw
+            self._f.attrs[_labels.CLASSES_ATTR] = _classes_attr(classes, self.path)
         table = table.astype(dtype)
         self._codes.close()
         self._codes = None
