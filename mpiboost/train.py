@@ -291,7 +291,7 @@ def run_rounds(comm, algo: Algorithm, inputs: _Inputs, scorer, proto, done: int,
         phase["apply"] += t2 - t1
         phase["valid"] += t3 - t2
         seconds = {"select": t1 - t0, "apply": t2 - t1, "valid": t3 - t2}
-        last = round_metrics(t, h, out, inputs.shard.n_global, verr, comm.bytes.take_round(), seconds)
+        last = round_metrics(t, h, out, algo.n_train(inputs.shard), verr, comm.bytes.take_round(), seconds)
         env.t, env.metrics = t, last
         watchdog.tick()
         stop = False
@@ -317,7 +317,7 @@ def summarize(comm, proto, algo: Algorithm, model: Model, inputs: _Inputs, *, st
         "algorithm": algo.name,
         "rounds": model.n_rounds,
         "stop_reason": stop_reason,
-        "n": shard.n_global,
+        "n": algo.n_train(shard),
         "d": shard.d,
         "classes": model.n_classes,
         "ranks": comm.size,
@@ -399,7 +399,7 @@ def train(
     t_end = clock()
     model = algo.finish()
     model.info = {
-        "n_train": inputs.shard.n_global,
+        "n_train": algo.n_train(inputs.shard),
         "labels": {lab.text(k): int(v) for k, v in inputs.shard.label_counts.items()},
         "rounds": model.n_rounds,
         "stop_reason": stop_reason,

@@ -145,3 +145,20 @@ def test_bad_arguments_exit_2(tr_data, tmp_path, args, message):
     proc = run_cli(["train", *argv, "--rounds", "3", "--model", str(tmp_path / "m.h5"), "--quiet"], n=2)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert message in proc.stderr
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_target_only_adaboost_counts_the_target_rows_only(tr_data, tmp_path, n):
+    """`adaboost --target/--source` trains on the target: its n and train_error are the target's."""
+    files, _, _ = tr_data
+    model, metrics = tmp_path / "ada.h5", tmp_path / "ada.jsonl"
+    _train(files, model, "--algo", "adaboost", "--metrics", str(metrics), rounds=8, n=n)
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    summary = records[-1]["summary"]
+    assert summary["n"] == 60  # the target's rows, not the 60 + 3 x 400 loaded
+    target = files[1]
+    proc = run_cli(["evaluate", "--model", str(model), "--data", target])
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["n"] == 60
+    assert records[-2]["train_error"] == pytest.approx(report["error"], abs=1e-12)

@@ -267,6 +267,14 @@ class Algorithm(ABC):
         """The final ensemble."""
         return self.model
 
+    def n_train(self, data) -> int:
+        """The rows the algorithm trains on: the summary's ``n`` and the denominator of ``train_error``.
+
+        All rows by default; an algorithm restricted to one domain (AdaBoost-k,
+        AdaBoost on the target only) overrides it.
+        """
+        return int(data.n_global)
+
     def new_model(self, data, **extra) -> Model:
         """An empty ensemble of this algorithm for ``data`` (bins, class list, names); ``extra``: further fields."""
         return Model(

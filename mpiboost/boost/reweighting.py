@@ -47,6 +47,8 @@ class Reweighting(Algorithm):
         else:
             # Uniform over all n rows: a per-row value, so independent of the split.
             self.w = np.full(n_local, 1.0 / data.n_global)
+        # AdaBoost-k / target-only: train_error counts the training domain's rows only
+        self._rows = None if k is None or self.params.get("entity_balanced") else np.flatnonzero(data.domain == k)
         self._version = 0  # bumped whenever the weights change
         self._masses_key = None
         self.learner = self.make_learner(data, proto)
@@ -112,4 +114,20 @@ class Reweighting(Algorithm):
         """Multiply weights, add to the scores; return the global training error count and this rank's largest weight."""
         self._version += 1
         errors, wmax = self.learner.update(self.w, self.margin, stump, factor_correct, factor_wrong, coef)
+        if self._rows is not None:
+            errors = self._errors_on(self._rows)
         return int(self.proto.reduce_counts(np.array([errors]))[0]), wmax
+
+    def _errors_on(self, rows: np.ndarray) -> int:
+        """This rank's training errors among ``rows`` (the ensemble so far; ties as the model breaks them)."""
+        from ..model import index_of_scores
+
+        margin = self.margin[rows]
+        y = self.data.y[rows]
+        if margin.ndim == 2:
+            return int(np.count_nonzero(index_of_scores(margin) != y))
+        return int(np.count_nonzero(np.where(margin >= 0, 1, -1) != y))
+
+    def n_train(self, data) -> int:
+        k = self.params.get("train_domain")
+        return int(data.domain_counts[k]) if k is not None else int(data.n_global)
