@@ -3,7 +3,7 @@
 A reader never sees a half-written model, checkpoint or data file, and a
 failed write leaves the previous file (if any) untouched and no temporary
 file behind. Temporary names say who made them
-(``.NAME.mpiboost-HOST-PID-XXXX.tmp``), so a later run can remove those a
+(``.NAME.mpiboost-HOST-PID-RANDOM.tmp``), so a later run can remove those a
 killed process left (:func:`clean_stale`) without touching a live job's.
 """
 from __future__ import annotations
