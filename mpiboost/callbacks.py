@@ -10,6 +10,10 @@ every callback at three points with a :class:`RoundEnv`:
 Callbacks run on every rank; those that write (files, the terminal) act on the
 center only (``env.is_center``). A callback that stops training must decide
 from values that are the same on every rank (the metrics are).
+
+As in LightGBM, each callback has an ``order``: the driver calls them sorted
+by it (stable), so :class:`BestRound` (order 30) has decided whether to stop
+before the writers (order 40+) see the round.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+import numpy as np
 
 from .model import Model
 
@@ -33,10 +39,13 @@ class RoundEnv:
     metrics: dict = field(default_factory=dict)  # the last round's metrics
     summary: dict = field(default_factory=dict)  # filled for on_train_end
     run: dict = field(default_factory=dict)  # what the model belongs to: seed, data fingerprint (checkpoints)
+    valid_history: list = field(default_factory=list)  # validation errors of the rounds replayed from a checkpoint
 
 
 class Callback:
-    """Base class: override what you need."""
+    """Base class: override what you need; ``order`` sorts the callbacks (lower first)."""
+
+    order: int = 50
 
     def on_train_begin(self, env: RoundEnv) -> None:
         pass
@@ -50,6 +59,8 @@ class Callback:
 
 class ProgressBar(Callback):
     """A tqdm bar on the center, silent when stderr is not a terminal."""
+
+    order = 10
 
     def __init__(self, enabled: Optional[bool] = None) -> None:
         self.enabled = enabled
@@ -108,6 +119,7 @@ class MetricsLog(_Writer):
     """
 
     option = "--metrics"
+    order = 40
 
     def __init__(self, path: str | os.PathLike, append: bool = False) -> None:
         super().__init__()
@@ -186,6 +198,7 @@ class Checkpoint(_Writer):
     """
 
     option = "--checkpoint"
+    order = 45
 
     def __init__(self, path: str | os.PathLike, every: int = 10, keep: int = 0) -> None:
         super().__init__()
@@ -212,3 +225,70 @@ class Checkpoint(_Writer):
     def on_train_end(self, env: RoundEnv) -> None:
         if env.is_center:
             self._save(env)
+
+
+def sorted_callbacks(callbacks) -> list:
+    """The callbacks in the order the driver calls them (by ``order``, stable)."""
+    return sorted(callbacks, key=lambda cb: getattr(cb, "order", 50))
+
+
+class BestRound(Callback):
+    """Track the validation error of every round; the best round; optionally stop early.
+
+    The best round is the one with the lowest validation error, the earliest
+    of equal ones (fewer stumps for the same error). With ``patience`` K,
+    training stops once K rounds in a row have not improved on it (LightGBM's
+    ``early_stopping``). The errors come from collective reductions, the same
+    on every rank, so every rank stops at the same round.
+
+    A resumed run passes the errors of the replayed rounds in
+    ``env.valid_history``, so the choice is the uninterrupted run's.
+    """
+
+    order = 30
+
+    def __init__(self, patience: Optional[int] = None) -> None:
+        if patience is not None and patience < 1:
+            raise ValueError("patience must be at least 1 round")
+        self.patience = patience
+        self.errors: list = []
+
+    def on_train_begin(self, env: RoundEnv) -> None:
+        self.errors = [float(e) for e in env.valid_history]
+
+    def _note(self, t: int, err: float) -> None:
+        # rounds are 1..t in order; a replayed prefix may already hold some of them
+        del self.errors[t - 1:]
+        self.errors.append(float(err))
+
+    @property
+    def best_round(self) -> int:
+        """The earliest round of the lowest validation error (0 before any round)."""
+        if not self.errors:
+            return 0
+        return int(np.argmin(np.asarray(self.errors))) + 1
+
+    @property
+    def best_error(self) -> Optional[float]:
+        return float(min(self.errors)) if self.errors else None
+
+    def on_round_end(self, env: RoundEnv) -> Optional[bool]:
+        err = env.metrics.get("valid_error")
+        if err is None:
+            return None
+        self._note(env.t, err)
+        return self.patience is not None and env.t - self.best_round >= self.patience
+
+    def summary(self, points: int = 12) -> dict:
+        """The validation curve in brief: best round and error, last error, errors at ~log-spaced rounds."""
+        if not self.errors:
+            return {"best_round": 0, "best_error": None, "rounds_trained": 0, "curve": {}}
+        n = len(self.errors)
+        marks = sorted({int(round(x)) for x in np.geomspace(1, n, num=min(points, n))} | {self.best_round, n})
+        return {
+            "best_round": self.best_round,
+            "best_error": self.best_error,
+            "last_error": float(self.errors[-1]),
+            "rounds_trained": n,
+            "curve": {str(t): float(self.errors[t - 1]) for t in marks},
+        }

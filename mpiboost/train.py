@@ -19,9 +19,9 @@ import numpy as np
 from . import boost, watchdog
 from ._ext import _openmp
 from .boost.base import Algorithm, Hypothesis
-from .callbacks import Callback, RoundEnv
+from .callbacks import BestRound, Callback, RoundEnv, sorted_callbacks
 from .data import labels as lab
-from .data.load import Shard, load, load_raw
+from .data.load import Layout, Shard, load, load_raw
 from .errors import CollectiveError, InputError
 from .model import Model, Scorer
 from .protocol import Protocol
@@ -45,6 +45,90 @@ class _Inputs:
     seconds: float = 0.0
 
 
+MAX_VALID_FRACTION = 0.5  # beyond this the validation part outgrows the rows the model is trained on
+
+
+def _class_index(y: np.ndarray) -> np.ndarray:
+    """Class indices 0..K-1 of labels held as -1/+1 (binary) or as indices already."""
+    y = np.asarray(y)
+    if y.dtype == np.int8:  # lab.signed: -1/+1 for classes 0/1
+        return (y > 0).astype(np.int64)
+    return y.astype(np.int64)
+
+
+def valid_mask(shard: Shard, fraction: float, seed: int, comm) -> np.ndarray:
+    """Collective: which of this rank's rows form the validation part (a boolean mask).
+
+    The rule is stratified and systematic on the global row order: the rows
+    of each (domain, class) group are numbered 0, 1, ... in the files' order
+    (an exclusive scan of the group counts over the ranks), and row k of a
+    group is a validation row when ``floor((k + 1) F + u) > floor(k F + u)``,
+    with ``u`` in [0, 1) drawn per group from ``seed``. Every group thus gives
+    ``floor(F n_g)`` or ``ceil(F n_g)`` rows, spread evenly over the file
+    order, and the split depends only on the global order and the seed, not
+    on how the rows are spread over the ranks.
+    """
+    K = shard.n_classes
+    group = shard.domain.astype(np.int64) * K + _class_index(shard.y)
+    n_groups = max(1, shard.n_domains) * K
+    counts = np.bincount(group, minlength=n_groups).astype(np.int64)
+    table = comm.allgather_array(counts) if comm.size > 1 else counts[None, :]
+    before = table[: comm.rank].sum(axis=0)
+    order = np.argsort(group, kind="stable")
+    k = np.empty(group.size, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    k[order] = np.arange(group.size) - np.repeat(starts, counts)
+    k += before[group]
+    u = np.array([np.random.default_rng([int(seed), 0x5E1EC7, g]).random() for g in range(n_groups)])[group]
+    return np.floor((k + 1) * fraction + u) > np.floor(k * fraction + u)
+
+
+def _subset(shard: Shard, keep: np.ndarray, comm) -> Shard:
+    """Collective: the shard of the rows ``keep`` of every rank, in the same global order."""
+    n_local = int(keep.sum())
+    table = comm.allgather_array(np.array([n_local], dtype=np.int64)) if comm.size > 1 else np.array([[n_local]])
+    start = int(table[: comm.rank, 0].sum())
+    n = int(table[:, 0].sum())
+    domain = shard.domain[keep]
+    dcounts = comm.allreduce_int(np.bincount(domain, minlength=shard.n_domains).astype(np.int64))
+    index = _class_index(shard.y[keep])
+    classes = shard.classes if shard.classes is not None else [-1, 1]
+    local = np.bincount(index[index >= 0], minlength=len(classes)).astype(np.int64)
+    labels = dict(zip(classes, comm.allreduce_int(local).tolist()))
+    return Shard(
+        cols=None if shard.cols is None else np.ascontiguousarray(shard.cols[:, keep]),
+        X=None if shard.X is None else np.ascontiguousarray(shard.X[keep]),
+        y=np.ascontiguousarray(shard.y[keep]),
+        domain=np.ascontiguousarray(domain),
+        start=start,
+        n_global=n,
+        n_domains=shard.n_domains,
+        files=shard.files,
+        # the rows are no longer the layout's even blocks; only the global order (start, n) is used from here on
+        layout=Layout(n, shard.layout.size, shard.layout.dedicated_coordinator),
+        bins=shard.bins,
+        feature_names=shard.feature_names,
+        domain_names=shard.domain_names,
+        label_counts=labels,
+        domain_counts=dcounts,
+        timings=dict(shard.timings),
+        classes=shard.classes,
+        extra=shard.extra,
+    )
+
+
+def split_valid(comm, shard: Shard, fraction: float, seed: int) -> tuple[Shard, Shard]:
+    """Collective: (training part, validation part) of ``shard`` by :func:`valid_mask`.
+
+    Raises CollectiveError (every rank alike) when a part would hold no rows.
+    """
+    mask = valid_mask(shard, fraction, seed, comm)
+    train_part, valid_part = _subset(shard, ~mask, comm), _subset(shard, mask, comm)
+    if valid_part.n_global == 0:
+        raise CollectiveError(f"--valid-fraction {fraction} of {shard.n_global:,} rows leaves no validation rows")
+    return train_part, valid_part
+
+
 def peak_rss_bytes() -> int:
     """This process's peak resident set size so far."""
     import resource
@@ -63,6 +147,8 @@ def make_algorithm(algorithm: str, params: Optional[dict], rounds: int) -> Algor
         raise CollectiveError(f"--rounds must be in 1..{MAX_ROUNDS:,}, got {rounds}")
     cls = boost.get(algorithm)
     params = dict(params or {})
+    for name, grid in auto_params(algorithm, params).items():
+        params[name] = grid[0]  # "auto" is resolved by the search; the other parameters are checked with a value
     if cls.needs_rounds:
         params["rounds"] = int(rounds)  # part of the algorithm (the transfer algorithms' source factor)
     try:
@@ -86,8 +172,12 @@ def _check_task(cls: type, shard: Shard) -> None:
 
 
 def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequence[str]], *, seed: int,
-                dedicated_coordinator: bool) -> _Inputs:
-    """Collective: the training rows (labels as the algorithm takes them), validation rows and extra inputs."""
+                dedicated_coordinator: bool, valid_fraction: Optional[float] = None) -> _Inputs:
+    """Collective: the training rows (labels as the algorithm takes them), validation rows and extra inputs.
+
+    With ``valid_fraction`` the validation rows are a stratified part of the
+    training files (:func:`split_valid`), binned with the same edges.
+    """
     t0 = time.perf_counter()
     cls = type(algo)
     raw = cls.needs_raw
@@ -97,7 +187,10 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
     if task == "binary":
         shard.y = lab.signed(shard.y)
     vshard = None
-    if valid:
+    if valid_fraction:
+        shard, vshard = split_valid(comm, shard, valid_fraction, seed)
+        _check_task(cls, shard)
+    elif valid:
         # a validation row of a class the training rows lack counts as an error (no model predicts it)
         vshard = load(comm, valid, task=task, classes=shard.classes, unseen={},
                       dedicated_coordinator=dedicated_coordinator, bins=shard.bins, keep_raw=raw)
@@ -214,6 +307,9 @@ def check_resume(ckpt: Model, algo: Algorithm, run: Optional[dict] = None) -> No
         return  # a partial model without a record (the API): the caller vouches for it
     if record.get("seed") != run["seed"]:
         raise CollectiveError(f"checkpoint was made with --seed {record.get('seed')}, this run has --seed {run['seed']}")
+    if record.get("valid_fraction") != run.get("valid_fraction"):
+        raise CollectiveError(f"checkpoint was made with --valid-fraction {record.get('valid_fraction')}, this run "
+                              f"has {run.get('valid_fraction')}: other training rows")
     diff = differences(record.get("data") or [], run["data"])
     if diff:
         raise CollectiveError("checkpoint was made on other training data: " + "; ".join(diff[:4]))
@@ -228,8 +324,13 @@ def check_resume_params(ckpt: Model, algo: Algorithm) -> None:
         raise CollectiveError("checkpoint parameters differ from this run's: " + shown)
 
 
-def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard, proto) -> int:
-    """Collective: re-apply a checkpoint's rounds (``apply`` only); the number of rounds done."""
+def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard, proto,
+           history: Optional[list] = None) -> int:
+    """Collective: re-apply a checkpoint's rounds (``apply`` only); the number of rounds done.
+
+    With ``history`` (a list), the validation error after each replayed round
+    is appended to it (the round choice of a resumed run needs the whole curve).
+    """
     if resume is None:
         return 0
     check_resume_params(resume, algo)
@@ -238,6 +339,8 @@ def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard
         (stump, coef, k), rest = members[0], members[1:]
         algo.apply(Hypothesis(stump, coef, domain=k, more=tuple((s, c) for s, c, _ in rest)))
         done += 1
+        if history is not None:
+            history.append(_valid_error(scorer, vshard, proto))
     _valid_error(scorer, vshard, proto)
     return done
 
@@ -267,10 +370,13 @@ def round_metrics(t: int, h: Hypothesis, out: dict, n_train: int, verr: Optional
 
 
 def run_rounds(comm, algo: Algorithm, inputs: _Inputs, scorer, proto, done: int, rounds: int,
-               callbacks: Sequence[Callback], run: Optional[dict] = None) -> tuple[str, dict, dict]:
+               callbacks: Sequence[Callback], run: Optional[dict] = None,
+               valid_history: Sequence[float] = ()) -> tuple[str, dict, dict]:
     """Collective: rounds ``done + 1 .. rounds``; (stop reason, last round's metrics, seconds per phase)."""
     clock = time.perf_counter
-    env = RoundEnv(t=done, rounds=rounds, model=algo.model, is_center=comm.is_center, run=run)
+    callbacks = sorted_callbacks(callbacks)
+    env = RoundEnv(t=done, rounds=rounds, model=algo.model, is_center=comm.is_center, run=run,
+                   valid_history=list(valid_history))
     for cb in callbacks:
         cb.on_train_begin(env)
     stop_reason = "rounds"
@@ -339,6 +445,91 @@ def summarize(comm, proto, algo: Algorithm, model: Model, inputs: _Inputs, *, st
     }
 
 
+def auto_params(algorithm: str, params: Optional[dict]) -> dict:
+    """The parameters given as ``"auto"``: name -> the grid of values to choose from on validation data."""
+    cls = boost.get(algorithm)
+    return {p.name: tuple(p.grid) for p in cls.parameters
+            if p.grid and isinstance((params or {}).get(p.name), str) and params[p.name] == "auto"}
+
+
+def _with(params: Optional[dict], values: dict) -> dict:
+    return {**(params or {}), **values}
+
+
+def check_validation(algorithm: str, params: Optional[dict], *, valid: Optional[Sequence[str]],
+                     valid_fraction: Optional[float], best_round: bool, patience: Optional[int]) -> None:
+    """The validation options agree with each other (CollectiveError naming them; no data needed)."""
+    if valid_fraction is not None:
+        if not 0 < valid_fraction <= MAX_VALID_FRACTION:
+            raise CollectiveError(f"--valid-fraction must be in (0, {MAX_VALID_FRACTION}], got {valid_fraction}")
+        if valid:
+            raise CollectiveError("give either --valid FILE or --valid-fraction F, not both")
+        one = [k for k in ("train_domain", "target_domain") if (params or {}).get(k) is not None]
+        if one:
+            raise CollectiveError("--valid-fraction holds out rows of every domain, but this run trains on one "
+                                  "(--target or --train-domain): give --valid with rows of that domain")
+    has_valid = bool(valid) or valid_fraction is not None
+    if patience is not None and patience < 1:
+        raise CollectiveError(f"--early-stop must be at least 1 round, got {patience}")
+    if (best_round or patience is not None) and not has_valid:
+        flag = "--best-round" if best_round else "--early-stop"
+        raise CollectiveError(f"{flag} chooses by validation error: give --valid FILE or --valid-fraction F")
+    auto = auto_params(algorithm, params)
+    if auto and not has_valid:
+        cls = boost.get(algorithm)
+        flags = ", ".join(f"{cls.declared(k).flag} auto" for k in auto)
+        raise CollectiveError(f"{flags} chooses by validation error: give --valid FILE or --valid-fraction F")
+
+
+def _run_once(comm, algorithm: str, params: dict, rounds: int, inputs: _Inputs, seed: int,
+              callbacks: Sequence[Callback], run: Optional[dict], resume: Optional[Model],
+              chooser: Optional[BestRound], info: Optional[dict] = None):
+    """Collective: one training run on loaded inputs; (algorithm, stop reason, last metrics, phases, seconds)."""
+    algo = make_algorithm(algorithm, params, rounds)
+    proto = Protocol(comm)
+    scorer = setup(algo, inputs, proto, seed)
+    if info:
+        algo.model.info = dict(info)  # checkpoints carry what the run chose before its rounds (the search)
+    history: Optional[list] = [] if chooser is not None else None
+    done = replay(algo, resume, rounds, scorer, inputs.valid, proto, history)
+    comm.bytes.take_round()  # loading, binning, setup and replay are not part of round 1
+    t_rounds = time.perf_counter()
+    sent_before = comm.bytes.sent
+    cbs = list(callbacks) + ([chooser] if chooser is not None else [])
+    stop_reason, last, phase = run_rounds(comm, algo, inputs, scorer, proto, done, rounds, cbs, run, history or ())
+    return algo, proto, stop_reason, last, phase, time.perf_counter() - t_rounds, sent_before
+
+
+def search(comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int, inputs: _Inputs, seed: int,
+           patience: Optional[int]) -> dict:
+    """Collective: the grid of the ``auto`` parameters tried on validation data; the choice and every result.
+
+    Each grid point is a full run (its best round, as :class:`BestRound`
+    picks it); the lowest best-round validation error wins, the earlier grid
+    point of equal ones. Every rank sees the same reduced errors, so every
+    rank chooses alike.
+    """
+    import itertools
+
+    names = list(auto)
+    tried = []
+    for values in itertools.product(*(auto[k] for k in names)):
+        point = dict(zip(names, values))
+        chooser = BestRound(patience)
+        _run_once(comm, algorithm, _with(params, point), rounds, inputs, seed, (), None, None, chooser)
+        watchdog.tick()
+        tried.append({**point, "best_round": chooser.best_round, "best_error": chooser.best_error})
+    best = min(range(len(tried)), key=lambda i: (tried[i]["best_error"], i))
+    return {"chosen": {k: tried[best][k] for k in names}, "tried": tried}
+
+
+def _validation_source(valid: Optional[Sequence[str]], valid_fraction: Optional[float], inputs: _Inputs) -> dict:
+    if valid_fraction:
+        return {"fraction": float(valid_fraction), "rule": "stratified by (domain, class), systematic on the "
+                "global row order with a seeded offset", "n_valid": int(inputs.valid.n_global)}
+    return {"files": [os.path.basename(str(f)) for f in valid or ()], "n_valid": int(inputs.valid.n_global)}
+
+
 def train(
     comm,
     data: Sequence[str],
@@ -352,6 +543,9 @@ def train(
     dedicated_coordinator: bool = False,
     threads: Optional[int] = None,
     resume: Optional[Model] = None,
+    valid_fraction: Optional[float] = None,
+    best_round: bool = False,
+    early_stop: Optional[int] = None,
 ) -> TrainResult:
     """Collective: train ``algorithm`` for ``rounds`` rounds on the rows of ``data``.
 
@@ -373,7 +567,20 @@ def train(
         A partial model (checkpoint) of the same run: its rounds are replayed
         (``apply`` only) and training continues after them, giving the same
         model as an uninterrupted run. A checkpoint of another algorithm,
-        parameters, seed or training data is refused (CollectiveError).
+        parameters, seed, training data or validation split is refused
+        (CollectiveError).
+    valid_fraction
+        Hold out this fraction of the training rows as validation rows
+        (:func:`split_valid`: stratified, the same on any number of ranks)
+        instead of ``valid`` files.
+    best_round, early_stop
+        Keep the model truncated to the round of lowest validation error
+        (the earliest of equal ones); with ``early_stop`` K, stop once K
+        rounds in a row did not improve on it. Parameters given as
+        ``"auto"`` (a declared grid, e.g. SmoothBoost's ``epsilon``) are
+        chosen by a run per grid value, by best-round validation error, and
+        imply ``best_round``. The choice and the validation curve are in
+        ``model.info["validation"]``.
 
     Returns
     -------
@@ -382,33 +589,73 @@ def train(
     """
     clock = time.perf_counter
     t_start = clock()
-    algo = make_algorithm(algorithm, params, rounds)
+    check_validation(algorithm, params, valid=valid, valid_fraction=valid_fraction, best_round=best_round,
+                     patience=early_stop)
+    auto = auto_params(algorithm, params)
+    algo = make_algorithm(algorithm, params, rounds)  # with "auto" values: checks the rest before any work
     run = run_record(comm, data, seed)
+    if valid_fraction:
+        run["valid_fraction"] = float(valid_fraction)  # another split trains on other rows: resume refused
+    searched = None
     if resume is not None:
         check_resume(resume, algo, run)  # before any work
+        if auto:
+            searched = (resume.info or {}).get("search") if isinstance(resume.info, dict) else None
+            if not isinstance(searched, dict) or set(searched.get("chosen") or {}) != set(auto):
+                raise CollectiveError("--resume: the checkpoint does not record the choice of "
+                                      + ", ".join(f"{k} auto" for k in auto) + " (made by another run)")
     n_threads = threads or comm.default_threads()
     _openmp.set_num_threads(n_threads)
-    inputs = load_inputs(comm, algo, data, valid, seed=seed, dedicated_coordinator=dedicated_coordinator)
-    proto = Protocol(comm)
-    scorer = setup(algo, inputs, proto, seed)
-    done = replay(algo, resume, rounds, scorer, inputs.valid, proto)
-    comm.bytes.take_round()  # loading, binning, setup and replay are not part of round 1
-    t_rounds = clock()
-    sent_before = comm.bytes.sent
-    stop_reason, last, phase = run_rounds(comm, algo, inputs, scorer, proto, done, rounds, callbacks, run)
+    inputs = load_inputs(comm, algo, data, valid, seed=seed, dedicated_coordinator=dedicated_coordinator,
+                         valid_fraction=valid_fraction)
+    # load_inputs read the files of list parameters and left their names only: every run below records those
+    params = _with(params, {p.name: algo.params[p.name] for p in type(algo).parameters
+                            if p.type is list and algo.params.get(p.name)})
+    choose = best_round or early_stop is not None or bool(auto)
+    info: dict = {}
+    if auto:
+        if searched is None:
+            searched = search(comm, algorithm, params, auto, rounds, inputs, seed, early_stop)
+        info["search"] = searched
+        params = _with(params, searched["chosen"])
+    chooser = BestRound(early_stop) if choose else None
+    algo, proto, stop_reason, last, phase, t_rounds, sent_before = _run_once(
+        comm, algorithm, params, rounds, inputs, seed, callbacks, run, resume, chooser, info)
     t_end = clock()
-    model = algo.finish()
+    model = full = algo.finish()
+    trained = model.n_rounds
+    if stop_reason == "stopped by a callback" and chooser is not None and early_stop is not None \
+            and trained - chooser.best_round >= early_stop:
+        stop_reason = f"no better validation error in {early_stop} rounds"
+    if chooser is not None and 0 < chooser.best_round < trained:
+        model = model.truncated(chooser.best_round)
     model.info = {
         "n_train": algo.n_train(inputs.shard),
         "labels": {lab.text(k): int(v) for k, v in inputs.shard.label_counts.items()},
         "rounds": model.n_rounds,
         "stop_reason": stop_reason,
         "seed": seed,
+        **info,
     }
-    seconds = {"total": t_end - t_start, "load": inputs.seconds, "rounds": t_end - t_rounds}
+    if inputs.valid is not None:
+        model.info["validation"] = {
+            **_validation_source(valid, valid_fraction, inputs),
+            **(chooser.summary() if chooser is not None else {"last_error": last.get("valid_error")}),
+            "rounds_chosen": bool(chooser is not None),
+        }
+    seconds = {"total": t_end - t_start, "load": inputs.seconds, "rounds": t_rounds}
     summary = summarize(comm, proto, algo, model, inputs, stop_reason=stop_reason, last=last, phase=phase,
                         threads=n_threads, seconds=seconds, sent_before=sent_before)
-    env = RoundEnv(t=model.n_rounds, rounds=rounds, model=model, is_center=comm.is_center, summary=summary, run=run)
-    for cb in callbacks:
+    if chooser is not None:
+        summary["valid_error"] = chooser.best_error  # the error of the model kept (truncated to the best round)
+        summary["rounds_trained"] = trained
+        summary["best_round"] = chooser.best_round
+        summary["best_valid_error"] = chooser.best_error
+    if auto:
+        summary["chosen"] = dict(searched["chosen"])
+    # The callbacks see the model the rounds built (a checkpoint must hold every trained round, or a resumed run
+    # would go on from the best round); the model kept is the result's.
+    env = RoundEnv(t=full.n_rounds, rounds=rounds, model=full, is_center=comm.is_center, summary=summary, run=run)
+    for cb in sorted_callbacks(callbacks):
         cb.on_train_end(env)
     return TrainResult(model, summary)

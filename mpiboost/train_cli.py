@@ -39,6 +39,16 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="M.h5", help="output model file (written atomically)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
     p.add_argument("--valid", nargs="+", metavar="V.h5", help="validation files: error reported every round")
+    p.add_argument("--valid-fraction", type=float, default=None, metavar="F",
+                   help="hold out this fraction of the training rows (0 < F <= 0.5) as validation rows instead of "
+                   "--valid: every (domain, class) group gives F of its rows, spread evenly over the files' order "
+                   "(a seeded offset per group); the same split on any number of ranks")
+    p.add_argument("--best-round", action="store_true",
+                   help="keep the model truncated to the round of lowest validation error (needs --valid or "
+                   "--valid-fraction; implied by an option given as auto)")
+    p.add_argument("--early-stop", type=int, default=None, metavar="K",
+                   help="with validation: stop when K rounds in a row did not lower the best validation error "
+                   "(implies --best-round)")
     p.add_argument("--metrics", metavar="M.jsonl", help="per-round metrics, one JSON object per line")
     p.add_argument("--checkpoint", metavar="C.h5", help="save the partial model here during training")
     p.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
@@ -88,6 +98,8 @@ MAX_SEED = 2**63 - 1
 
 def check_common(args: argparse.Namespace) -> None:
     """The common options' values (every rank alike: an agreed error, printed once)."""
+    import math
+
     from .train import MAX_ROUNDS
 
     if not 1 <= args.rounds <= MAX_ROUNDS:
@@ -101,6 +113,8 @@ def check_common(args: argparse.Namespace) -> None:
         raise CollectiveError("--resume needs --checkpoint FILE")
     if args.checkpoint_every is not None and not args.checkpoint:
         raise CollectiveError("--checkpoint-every needs --checkpoint FILE")
+    if args.valid_fraction is not None and not math.isfinite(args.valid_fraction):
+        raise CollectiveError(f"--valid-fraction must be a number in (0, 0.5], got {args.valid_fraction}")
 
 
 def check_threads(threads: int) -> None:
@@ -122,6 +136,15 @@ def _help(param) -> str:
     return text.replace("%", "%%")
 
 
+def _number_or_auto(param):
+    """argparse type of a parameter with a grid: ``auto`` or a value of its type."""
+    def parse(text: str):
+        return "auto" if text == "auto" else param.type(text)
+
+    parse.__name__ = f"{param.type.__name__} or auto"  # argparse names it in "invalid ... value"
+    return parse
+
+
 def add_param(group, param) -> None:
     """One declared parameter as an option (default None: 'not given', so the declaration's default applies)."""
     kw = {"dest": param.name, "default": None, "help": _help(param)}
@@ -131,7 +154,7 @@ def add_param(group, param) -> None:
     if param.type is list:
         group.add_argument(param.flag, nargs="+", metavar=param.metavar or "FILE", **kw)
         return
-    kw["type"] = param.type
+    kw["type"] = param.type if not param.grid else _number_or_auto(param)
     if param.choices is not None:
         kw["choices"] = param.choices
     else:
@@ -266,7 +289,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .comm import world
     from .model import Model
     from .outputs import check_outputs
-    from .train import checkpoint_record, make_algorithm, train
+    from .train import check_validation, checkpoint_record, make_algorithm, train
 
     # Everything that needs no data is checked before MPI starts (every rank alike).
     check_common(args)
@@ -274,6 +297,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     data = training_files(args)
     params = algorithm_params(args)
     make_algorithm(args.algo, params, args.rounds)  # the algorithm's options, before any file is touched
+    check_validation(args.algo, params, valid=args.valid, valid_fraction=args.valid_fraction,
+                     best_round=args.best_round, patience=args.early_stop)
     comm = world()
     outputs = [("--model", args.model), ("--metrics", args.metrics), ("--checkpoint", args.checkpoint)]
     with comm.collective_guard():
@@ -309,6 +334,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         dedicated_coordinator=args.dedicated_coordinator,
         threads=args.threads,
         resume=resume,
+        valid_fraction=args.valid_fraction,
+        best_round=args.best_round,
+        early_stop=args.early_stop,
     )
     if result.model.n_rounds == 0 and comm.is_center:
         # a legitimate end (an algorithm may find no usable weak learner), but never a silent one
@@ -344,6 +372,10 @@ def summary_line(s: dict, model_path: str) -> str:
     )
     if s.get("valid_error") is not None:
         line += f", valid error {s['valid_error']:.4f}"
+    if s.get("best_round") is not None:
+        line += f" (best of {s['rounds_trained']} rounds trained)"
+    if s.get("chosen"):
+        line += " [" + ", ".join(f"{k} {v}" for k, v in s["chosen"].items()) + " chosen on validation]"
     line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {model_path}"
     if s["stop_reason"] != "rounds":
         line += f" (stopped early: {s['stop_reason']})"

@@ -97,10 +97,12 @@ def test_smoothboost_matches_naive_and_stays_smooth(eps, store):
     assert np.all(algo.model.coef == 1.0)
 
 
-def test_smoothboost_weighted_vote_and_parameter_errors():
+def test_smoothboost_weighted_vote_removed_and_parameter_errors():
+    with pytest.raises(ValueError, match="--vote weighted was removed"):
+        SmoothBoost({"weak_learner": "histogram", "vote": "weighted"})
     X, y = _data(1)
-    algo, hist = _run(SmoothBoost, {"weak_learner": "histogram", "vote": "weighted"}, X, y, 5)
-    assert algo.model.vote == "weighted" and np.all(algo.model.coef > 0)
+    algo, hist = _run(SmoothBoost, {"weak_learner": "histogram"}, X, y, 5)
+    assert algo.model.vote == "majority" and np.all(algo.model.coef == 1.0)
     with pytest.raises(ValueError):
         SmoothBoost({"epsilon": 0})
     with pytest.raises(ValueError):

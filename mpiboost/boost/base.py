@@ -83,6 +83,10 @@ class Param:
         ``other`` has ``value`` (giving it otherwise is an error).
     metavar
         Placeholder in ``--help``.
+    grid
+        Values tried when the parameter is given as ``"auto"``: the driver
+        trains once per value and keeps the one of lowest validation error
+        (see :func:`mpiboost.train.train`); ``None``: no ``auto``.
     """
 
     name: str
@@ -98,6 +102,7 @@ class Param:
     cli: bool = True
     when: Optional[tuple] = None
     metavar: Optional[str] = None
+    grid: Optional[tuple] = None
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
@@ -126,6 +131,8 @@ class Param:
         """``value`` converted to the declared type and checked; ValueError naming the option and algorithm."""
         if value is None:
             return None
+        if self.grid and isinstance(value, str) and value == "auto":
+            return "auto"
         where = f"{self.flag} {value!r}" if self.cli else f"parameter {self.name}={value!r}"
         try:
             if self.type is bool:
@@ -347,5 +354,7 @@ def check_declarations(classes: Sequence[type]) -> None:
                 raise TypeError(f"{cls.name}: parameter {p.name} needs a help line")
             if p.default is not None:
                 p.check(p.default, cls.name)
+            for v in p.grid or ():
+                p.check(v, cls.name)
             if p.when is not None and p.when[0] not in names:
                 raise TypeError(f"{cls.name}: parameter {p.name} depends on undeclared {p.when[0]}")

@@ -13,7 +13,7 @@ WEAK_LEARNER_EXACT = Param(
     "weak_learner", str, "histogram", "stump search: exact histograms only", choices=("histogram",),
 )
 BETA = Param(
-    "beta", float, 0.2, "weak learner slack beta: sets the sample size N (and SmoothBoost's default gamma)",
+    "beta", float, 0.2, "weak learner slack beta: sets the sample size N of sample mode",
     low=0.0, high=1.0, low_open=True, high_open=True,
 )
 BETA_SAMPLE = Param(

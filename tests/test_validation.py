@@ -1,0 +1,187 @@
+"""Validation machinery of ``train``: the held-out split, the choice of rounds and of SmoothBoost's epsilon.
+
+The split (``--valid-fraction``) is stratified by (domain, class) and
+systematic on the global row order, so it is the same on any number of
+ranks; the round choice keeps the earliest round of lowest validation error;
+``--epsilon auto`` trains once per grid value and keeps the best; a resumed
+run makes the same choice; bad values exit with code 2 before any work.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mpi_util import mpiexec, run_cli
+from mpiboost.boost.smoothboost import EPSILON_GRID
+from mpiboost.callbacks import BestRound, RoundEnv
+from mpiboost.comm import Comm
+from mpiboost.data import labels as lab
+from mpiboost.data.format import write_dataset
+from mpiboost.data.load import load
+from mpiboost.model import Model
+from mpiboost.train import valid_mask
+
+
+@pytest.fixture(scope="module")
+def noisy(tmp_path_factory):
+    """Long-Servedio rows with 10% label noise (and a clean test draw)."""
+    work = tmp_path_factory.mktemp("valid")
+    for name, args in (("ls", ["--n", "3000", "--noise", "0.1", "--seed", "1"]), ("test", ["--n", "1000", "--seed", "2"])):
+        proc = run_cli(["synth", "longservedio", *args, "--out", str(work / f"{name}.h5")])
+        assert proc.returncode == 0, proc.stderr
+    return work
+
+
+def _train(work, model, *extra, n=0):
+    proc = run_cli(["train", "--data", str(work / "ls.h5"), "--model", str(model), "--quiet", "--threads", "1",
+                    *map(str, extra)], n=n, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return Model.load(model)
+
+
+def _core(m: Model) -> tuple:
+    return (m.feature.tolist(), m.bin.tolist(), m.left.tolist(), m.coef.tolist(), m.params)
+
+
+# ---------------------------------------------------------------- the split
+def test_split_is_stratified_exact_and_seeded(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 1001
+    y = np.where(rng.random(n) < 0.13, 1, -1)  # imbalanced, like ijcnn1
+    X = rng.random((n, 3)).astype(np.float32)
+    write_dataset(tmp_path / "d.h5", X, y)
+    shard = load(Comm(), [str(tmp_path / "d.h5")], task="multiclass")
+    shard.y = lab.signed(shard.y)
+    for F in (0.1, 0.2, 0.5):
+        mask = valid_mask(shard, F, seed=3, comm=Comm())
+        for c in (-1, 1):
+            n_c, v_c = int((shard.y == c).sum()), int(mask[shard.y == c].sum())
+            assert np.floor(F * n_c) <= v_c <= np.ceil(F * n_c)
+        again = valid_mask(shard, F, seed=3, comm=Comm())
+        assert np.array_equal(mask, again)
+        # the rows are spread over the file order, not taken from one end
+        rows = np.flatnonzero(mask)
+        assert rows.min() < n * 0.1 and rows.max() > n * 0.9
+    assert not np.array_equal(valid_mask(shard, 0.2, seed=3, comm=Comm()), valid_mask(shard, 0.2, seed=4, comm=Comm()))
+
+
+def test_valid_fraction_info_and_rows(noisy, tmp_path):
+    m = _train(noisy, tmp_path / "m.h5", "--algo", "adaboost", "--rounds", "30", "--valid-fraction", "0.25")
+    v = m.info["validation"]
+    assert v["fraction"] == 0.25 and abs(v["n_valid"] - 750) <= 2
+    assert m.info["n_train"] + v["n_valid"] == 3000
+    assert m.n_rounds == 30 and not v["rounds_chosen"]  # reported, not chosen, without --best-round
+
+
+# ------------------------------------------------------------- round choice
+def test_best_round_truncates_to_the_earliest_minimum(noisy, tmp_path):
+    metrics = tmp_path / "m.jsonl"
+    m = _train(noisy, tmp_path / "m.h5", "--algo", "smoothboost", "--rounds", "60", "--valid-fraction", "0.2",
+               "--best-round", "--metrics", metrics)
+    rows = [json.loads(x) for x in metrics.read_text().splitlines()]
+    curve = [r["valid_error"] for r in rows if "round" in r]
+    summary = next(r["summary"] for r in rows if "summary" in r)
+    best = int(np.argmin(curve)) + 1
+    v = m.info["validation"]
+    assert len(curve) == 60 and v["rounds_trained"] == 60
+    assert m.n_rounds == best == v["best_round"] == summary["best_round"]
+    assert v["best_error"] == min(curve) == summary["valid_error"]
+    assert v["curve"][str(best)] == min(curve) and v["curve"]["60"] == curve[-1]
+    # the kept model is the first rounds of the full run
+    full = _train(noisy, tmp_path / "full.h5", "--algo", "smoothboost", "--rounds", "60", "--valid-fraction", "0.2")
+    assert _core(full.truncated(best))[:4] == _core(m)[:4]
+
+
+def test_bestround_callback_ties_and_patience():
+    cb = BestRound(patience=3)
+    model = Model.__new__(Model)
+    cb.on_train_begin(RoundEnv(t=0, rounds=10, model=model, is_center=True))
+    stops = []
+    for t, e in enumerate([0.3, 0.2, 0.25, 0.2, 0.21, 0.22], start=1):
+        stops.append(cb.on_round_end(RoundEnv(t=t, rounds=10, model=model, is_center=True,
+                                              metrics={"valid_error": e})))
+    assert cb.best_round == 2  # the earliest of the equal errors
+    assert stops == [False, False, False, False, True, True]
+    with pytest.raises(ValueError):
+        BestRound(patience=0)
+
+
+def test_early_stop(noisy, tmp_path):
+    m = _train(noisy, tmp_path / "m.h5", "--algo", "adaboost", "--rounds", "400", "--valid-fraction", "0.2",
+               "--early-stop", "5")
+    v = m.info["validation"]
+    assert v["rounds_trained"] == v["best_round"] + 5 < 400
+    assert m.n_rounds == v["best_round"] and "no better validation error" in m.info["stop_reason"]
+
+
+# ---------------------------------------------------------- epsilon choice
+def test_epsilon_auto_chooses_the_best_grid_value(noisy, tmp_path):
+    m = _train(noisy, tmp_path / "auto.h5", "--algo", "smoothboost", "--rounds", "40", "--epsilon", "auto",
+               "--valid-fraction", "0.2")
+    search = m.info["search"]
+    tried = search["tried"]
+    assert [t["epsilon"] for t in tried] == list(EPSILON_GRID)
+    errs = [t["best_error"] for t in tried]
+    chosen = search["chosen"]["epsilon"]
+    assert chosen == tried[int(np.argmin(errs))]["epsilon"] and m.params["epsilon"] == chosen
+    assert m.info["validation"]["best_error"] == min(errs)
+    # the same as training with the chosen value and the round choice
+    one = _train(noisy, tmp_path / "one.h5", "--algo", "smoothboost", "--rounds", "40", "--epsilon", chosen,
+                 "--valid-fraction", "0.2", "--best-round")
+    assert _core(one) == _core(m)
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(mpiexec() is None, reason="no mpiexec")
+def test_same_split_choice_and_model_on_1_to_4_ranks(noisy, tmp_path):
+    args = ("--algo", "smoothboost", "--rounds", "30", "--epsilon", "auto", "--valid-fraction", "0.3", "--seed", "5")
+    models = {n: _train(noisy, tmp_path / f"m{n}.h5", *args, n=n) for n in (1, 2, 3, 4)}
+    ref = models[1]
+    for n, m in models.items():
+        assert _core(m) == _core(ref), n
+        assert m.info["validation"] == ref.info["validation"] and m.info["search"] == ref.info["search"], n
+        assert m.info["labels"] == ref.info["labels"], n
+
+
+def test_resume_makes_the_same_choice(noisy, tmp_path):
+    ckpt = tmp_path / "c.h5"
+    args = ("--algo", "smoothboost", "--valid-fraction", "0.2", "--best-round", "--checkpoint", ckpt,
+            "--checkpoint-every", "5")
+    _train(noisy, tmp_path / "part.h5", *args, "--rounds", "25")
+    assert Model.load(ckpt).n_rounds == 25  # the checkpoint holds every trained round, not the best ones
+    resumed = _train(noisy, tmp_path / "res.h5", *args, "--rounds", "50", "--resume")
+    straight = _train(noisy, tmp_path / "str.h5", "--algo", "smoothboost", "--valid-fraction", "0.2", "--best-round",
+                      "--rounds", "50")
+    assert _core(resumed) == _core(straight)
+    assert resumed.info["validation"] == straight.info["validation"]
+    # another split trains on other rows: refused
+    proc = run_cli(["train", "--data", str(noisy / "ls.h5"), "--model", str(tmp_path / "x.h5"), "--quiet",
+                    "--algo", "smoothboost", "--valid-fraction", "0.3", "--best-round", "--checkpoint", str(ckpt),
+                    "--rounds", "50", "--resume"])
+    assert proc.returncode == 2 and "--valid-fraction" in proc.stderr
+
+
+# -------------------------------------------------------------- bad options
+@pytest.mark.parametrize("extra, message", [
+    (["--valid-fraction", "0"], "--valid-fraction must be in"),
+    (["--valid-fraction", "0.6"], "--valid-fraction must be in"),
+    (["--valid-fraction", "nan"], "--valid-fraction must be"),
+    (["--valid-fraction", "0.2", "--valid", "{test}"], "not both"),
+    (["--best-round"], "give --valid FILE or --valid-fraction"),
+    (["--early-stop", "3"], "give --valid FILE or --valid-fraction"),
+    (["--valid-fraction", "0.2", "--early-stop", "0"], "--early-stop must be at least 1"),
+    (["--epsilon", "auto"], "--epsilon auto chooses by validation error"),
+    (["--epsilon", "often"], "invalid float or auto value"),
+    (["--vote", "weighted"], "--vote weighted was removed"),
+    (["--valid-fraction", "0.2", "--train-domain", "0"], "--valid-fraction holds out rows of every domain"),
+])
+def test_bad_values_exit_2_before_work(noisy, tmp_path, extra, message):
+    extra = [a.format(test=noisy / "test.h5") for a in extra]
+    model = tmp_path / "never.h5"
+    proc = run_cli(["train", "--algo", "smoothboost", "--data", str(noisy / "ls.h5"), "--rounds", "5",
+                    "--model", str(model), "--quiet", *extra])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not model.exists()
