@@ -62,14 +62,17 @@ PAPER = {
 PAPER_LABEL = {"adaboost-1": "AdaBoost-1", "adaboost-2": "AdaBoost-2", "adaboost-3": "AdaBoost-3",
                "adaboost-all": "AdaBoost-all", "dmsa": "DMSA", "multiboost": "MultiBoost"}
 METHODS = ["adaboost-1", "adaboost-2", "adaboost-3", "adaboost-all", "multiboost", "fedmultiboost"]
-LABEL = {**PAPER_LABEL, "fedmultiboost": "FedMultiBoost"}
+PEERS = ["lightgbm-stumps", "lightgbm"]  # pooled domains, in-process (scikit-learn API)
+LABEL = {**PAPER_LABEL, "fedmultiboost": "FedMultiBoost", "lightgbm-stumps": "LightGBM pooled, T stumps",
+         "lightgbm": "LightGBM pooled, default trees"}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=["adult", "sentiment"], choices=["adult", "sentiment"])
     p.add_argument("--data-dir", type=Path, default=C.DATASETS)
-    p.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
+    p.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS + PEERS,
+                   help=f"mpiboost methods and peers ({', '.join(PEERS)}: pooled domains, same threads)")
     p.add_argument("--folds", type=int, default=10, help="Adult: cross-validation folds")
     p.add_argument("--use-folds", type=int, nargs="+", help="Adult: run only these folds (0-based)")
     p.add_argument("--splits", type=int, nargs="+", default=list(range(1, 11)), help="Sentiment: split seeds")
@@ -177,7 +180,27 @@ def sentiment_split(data: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------- runs
+def peer_and_score(args, train: Path, test: Path, method: str, seed: int) -> dict:
+    """LightGBM on the pooled domains (stumps for T rounds, or its defaults), scored per domain."""
+    import lightgbm as lgb
+
+    a, b = _read(train), _read(test)
+    kw = dict(n_estimators=args.rounds, num_leaves=2, max_depth=1, learning_rate=0.5) if method == "lightgbm-stumps" else {}
+    clf = lgb.LGBMClassifier(n_jobs=args.threads, random_state=seed, verbose=-1, **kw)
+    t0 = time.perf_counter()
+    clf.fit(a["X"], a["y"])
+    wall = time.perf_counter() - t0
+    wrong = clf.predict(b["X"]) != b["y"]
+    per = {n: float(wrong[b["domain"] == k].mean()) for k, n in enumerate(b["domain_names"])}
+    return {"error": float(wrong.mean()), "uniform": float(np.mean(list(per.values()))),
+            "agnostic": float(max(per.values())), "per_domain": per, "rounds_done": args.rounds,
+            "stop_reason": "rounds", "seconds": wall, "round_seconds": None, "bytes_per_round": None,
+            "process_wall_s": wall}
+
+
 def train_and_score(args, name: str, train: Path, test: Path, method: str, seed: int) -> dict:
+    if method in PEERS:
+        return peer_and_score(args, train, test, method, seed)
     rundir = args.workdir / "runs"
     rundir.mkdir(parents=True, exist_ok=True)
     model, metrics = rundir / f"{name}.model.h5", rundir / f"{name}.metrics.jsonl"
@@ -208,7 +231,9 @@ def train_and_score(args, name: str, train: Path, test: Path, method: str, seed:
         "stop_reason": summary["stop_reason"],
         "seconds": sec["total"],
         "round_seconds": sec.get("rounds"),
-        "bytes_per_round": (sum(r.get("bytes_sent", 0) for r in rounds) / len(rounds)) if rounds else None,
+        # the center's traffic: what it sends (hypotheses) and receives (the reduced histograms)
+        "bytes_per_round": (sum(r.get("bytes_sent", 0) + r.get("bytes_received", 0) for r in rounds) / len(rounds))
+        if rounds else None,
         "process_wall_s": wall,
     }
     if rounds and "q_train_accuracy" in rounds[0]:
@@ -292,17 +317,22 @@ def render(args, rec: C.Records) -> str:
                               f3([r["uniform"] for r in rs]), f3([r["agnostic"] for r in rs]),
                               f"{np.mean([r['seconds'] for r in rs]):.1f}"])
         paired = []
-        base = {r["split"]: r["agnostic"] for r in rows_all if r["method"] == "adaboost-all"}
-        for method in ("multiboost", "fedmultiboost"):
-            for config in configs:
+        base = {r["split"]: r for r in rows_all if r["method"] == "adaboost-all"}
+        for method in ("multiboost", "fedmultiboost", *PEERS):
+            for config in configs if method in ("multiboost", "fedmultiboost") else [""]:
                 rs = [r for r in rows_all if r["method"] == method and r["config"] == config and r["split"] in base]
                 if len(rs) < 2:
                     continue
-                diff = np.array([r["agnostic"] - base[r["split"]] for r in rs])
+                diff = np.array([r["agnostic"] - base[r["split"]]["agnostic"] for r in rs])
+                udiff = np.array([r["uniform"] - base[r["split"]]["uniform"] for r in rs])
                 p_value = _paired_p(diff)
-                paired.append(f"{LABEL[method]}{f' ({config})' if config else ''} − AdaBoost-all: "
-                              f"{diff.mean():+.4f} ± {diff.std(ddof=1):.4f}, lower in {int((diff < 0).sum())} of "
-                              f"{len(diff)} runs, one-sided paired t-test p = {p_value:.3g}")
+                ratio = [r["bytes_per_round"] / base[r["split"]]["bytes_per_round"] for r in rs
+                         if r.get("bytes_per_round") and base[r["split"]].get("bytes_per_round")]
+                paired.append(f"{LABEL[method]}{f' ({config})' if config else ''} − AdaBoost-all: agnostic "
+                              f"{diff.mean():+.4f} ± {diff.std(ddof=1):.4f}, lower or equal in "
+                              f"{int((diff <= 0).sum())} of {len(diff)} runs (one-sided paired t-test p = "
+                              f"{p_value:.3g}); uniform {udiff.mean():+.4f} ± {udiff.std(ddof=1):.4f}"
+                              + (f"; bytes per round {np.median(ratio):.2f}× AdaBoost-all's (median)" if ratio else ""))
         n_runs = len({r["split"] for r in rows_all})
         what = (f"{len(args.use_folds)} of {args.folds} cross-validation folds" if dataset == "adult"
                 else f"{n_runs} random 80/20 splits (seeds {', '.join(map(str, args.splits))})")
@@ -311,7 +341,7 @@ def render(args, rec: C.Records) -> str:
                 + (f", MultiBoost/FedMultiBoost options `{args.extra}`" if args.extra else "") + ".", "",
                 C.markdown_table(head, table), ""]
         if paired:
-            out += ["Agnostic error, paired by run: " + "; ".join(paired) + ".", ""]
+            out += ["Paired by run:", "", *[f"* {line}." for line in paired], ""]
         q = [r["q_train_accuracy"] for r in rows_all if r.get("q_train_accuracy") is not None]
         if q:
             out += [f"Domain classifier Q: training accuracy {np.mean(q):.3f} (mean over runs).", ""]
