@@ -338,6 +338,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         best_round=args.best_round,
         early_stop=args.early_stop,
     )
+    from . import boost
+    from .boost.transfer import TransferBoosting
+
+    if issubclass(boost.get(args.algo), TransferBoosting):
+        import numpy as np
+
+        # A transfer run that learnt nothing (no round, or only rounds whose votes are all 0)
+        # is a failure, not a model: its constant prediction ignores the target's few labels,
+        # which is all the user asked it to use. Every rank knows the model alike, so the
+        # verdict is agreed, and nothing is saved.
+        empty = result.model.n_rounds == 0
+        flat = not empty and not np.any(np.asarray(result.model.coef) != 0)
+        why = (f"no round could be trained ({result.summary['stop_reason']})" if empty else
+               "every vote of the model is 0 (no candidate chain has an edge on the target rows)")
+        comm.check(not (empty or flat), f"{args.algo}: {why}: not one candidate stump has an edge on the target "
+                                        f"rows, so no model was saved to {args.model} (check the target's labels "
+                                        "and features)")
     if result.model.n_rounds == 0 and comm.is_center:
         # a legitimate end (an algorithm may find no usable weak learner), but never a silent one
         import sys

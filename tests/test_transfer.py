@@ -45,8 +45,14 @@ def _synth_shard(sources=3, n=150, target_n=40, seed=1, d=6):
     return _shard(data.X, data.y, data.domain, data.domain_names)
 
 
+# The papers' rules exactly (the defaults add a target-only candidate, a balanced
+# start and an error floor; tests/test_transfer_defaults.py covers those).
+PAPER = {"candidates": "paper", "initial_split": "paper", "eps_floor": 0.0}
+
+
 def _setup(cls, shard, rounds=10, **params):
-    algo = cls({"weak_learner": "histogram", "rounds": rounds, **params})
+    paper = dict(PAPER, source_update="paper") if cls.has("source_update") else PAPER
+    algo = cls({"weak_learner": "histogram", "rounds": rounds, **paper, **params})
     algo.setup(shard, _proto())
     return algo
 

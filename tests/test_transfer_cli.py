@@ -49,7 +49,7 @@ def test_same_model_for_any_number_of_ranks(tr_data, tmp_path, algo):
     assert doc["domain_names"] == ["target", "source1", "source2", "source3"]
     rounds = {s["round"] for s in doc["ensemble"]}
     assert rounds == set(range(1, 11))
-    assert len(doc["ensemble"]) == (30 if algo == "msdtra" else 10)
+    assert len(doc["ensemble"]) == (40 if algo == "msdtra" else 10)  # MSDTrA: 3 sources + the target-only candidate
     assert doc["first_voting_round"] == (5 if algo in ("tradaboost", "dtradaboost") else 1)
     proc = run_cli(["evaluate", "--model", str(tmp_path / "m10.h5"), "--data", str(test)], n=2)
     assert proc.returncode == 0, proc.stderr
@@ -104,14 +104,16 @@ def test_resume_from_a_partial_checkpoint(tr_data, tmp_path):
 def test_metrics_report_the_weight_drift(tr_data, tmp_path):
     files, _, _ = tr_data
     metrics = tmp_path / "m.jsonl"
-    _train(files, tmp_path / "m.h5", "--algo", "msdtra", "--high-error", "clip", "--metrics", str(metrics), n=2, rounds=5)
+    _train(files, tmp_path / "m.h5", "--algo", "msdtra", "--source-update", "paper", "--high-error", "clip", "--metrics",
+           str(metrics), n=2, rounds=5)  # the paper's update (C_t, beta_a)
     lines = [json.loads(x) for x in metrics.read_text().splitlines()][:-1]
     assert [r["round"] for r in lines] == [1, 2, 3, 4, 5]
     for r in lines:
         for key in ("eps_sources", "v", "eps_t", "C_t", "beta_t", "target_mass", "source_mass", "source_masses",
                     "train_error", "candidates", "bytes"):
             assert key in r, key
-        assert len(r["eps_sources"]) == len(r["v"]) == len(r["source_masses"]) == 3
+        assert len(r["eps_sources"]) == len(r["source_masses"]) == 3
+        assert len(r["v"]) == 4 and 0 <= r["eps_target_candidate"] <= 0.5  # + the target-only candidate
         assert r["C_t"] == pytest.approx(2 * (1 - r["eps_t"]))
         assert r["target_mass"] + r["source_mass"] == pytest.approx(1.0)
         assert "reduce_histograms" in r["bytes"]

@@ -28,9 +28,14 @@ class MSTrA(TransferBoosting):
     multi_stump_rounds = False
 
     def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:
-        best = int(np.argmin(eps))  # the first of equal errors
+        n_paper, has_target = self.split_candidates(stumps)
+        best = int(np.argmin(eps[:n_paper]))  # the first of equal errors
+        if has_target and not self.has_edge(float(eps[best])):
+            best = len(stumps) - 1  # no source candidate has an edge on the target: the target-only one
         e, info = self.round_error(float(eps[best]))
-        metrics = {"eps_sources": eps.tolist(), "chosen": best, **info}
+        metrics = {"eps_sources": eps[:n_paper].tolist(), "chosen": best, **info}
+        if has_target:
+            metrics["eps_target_candidate"] = float(eps[-1])
         if e is None:
             return None
         alpha = 0.5 * math.log((1.0 - e) / e)

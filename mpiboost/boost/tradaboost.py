@@ -16,7 +16,8 @@ from typing import Optional
 import numpy as np
 
 from .msdtra import mix_plan
-from .transfer import HIGH_ERROR_PARAM, ROUNDS, TARGET_DOMAIN, Plan, TransferBoosting, vote_from_param
+from .transfer import (CANDIDATES_PARAM, EPS_FLOOR_PARAM, HIGH_ERROR_PARAM, INITIAL_SPLIT_PARAM, ROUNDS, TARGET_DOMAIN,
+                       Plan, TransferBoosting, vote_from_param)
 from .params import WEAK_LEARNER_EXACT
 
 
@@ -26,11 +27,20 @@ class TrAdaBoost(TransferBoosting):
     per_source = False  # one candidate trained on every row
     multi_stump_rounds = False
     dynamic = False
-    parameters = (WEAK_LEARNER_EXACT, TARGET_DOMAIN, vote_from_param("half"), HIGH_ERROR_PARAM, ROUNDS)
+    parameters = (WEAK_LEARNER_EXACT, TARGET_DOMAIN, vote_from_param("half"), HIGH_ERROR_PARAM, ROUNDS,
+                  CANDIDATES_PARAM, INITIAL_SPLIT_PARAM, EPS_FLOOR_PARAM)
 
     def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:
-        e, info = self.round_error(float(eps[0]))
-        metrics = {"eps_sources": eps.tolist(), **info}
+        _, has_target = self.split_candidates(stumps)
+        choice = 0
+        if has_target and not self.has_edge(float(eps[0])):
+            # The stump of every row has no edge on the target (typically the last round's
+            # stump again, which the target update left at exactly 1/2): the target-only one has.
+            choice = len(stumps) - 1
+        e, info = self.round_error(float(eps[choice]))
+        metrics = {"eps_sources": eps[:1].tolist(), "chosen": choice, **info}
+        if has_target:
+            metrics["eps_target_candidate"] = float(eps[-1])
         if e is None:
             return None
-        return mix_plan(self, np.ones(1), e, True, metrics)
+        return mix_plan(self, np.ones(1), e, True, metrics, index=[choice])

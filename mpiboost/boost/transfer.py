@@ -26,6 +26,20 @@ raised to ``EPS_MIN`` so that ``beta_t = eps_t / (1 - eps_t) > 0``: such a
 round's vote coefficient is ``ln(1 / beta_t) ~ 23`` and it leaves the
 target weights as they are.
 
+Beyond the papers (each rule of the papers is an option; see the parameters):
+
+* ``candidates = "target"`` (default) adds a candidate trained on the target
+  rows' histogram alone (one more sum of a histogram already reduced per
+  domain). It has an edge on the target unless no stump has, and stands in when
+  the papers' candidates have none, so a round no longer ends a run because the
+  source-fitted stump comes back at target error 1/2; ``"paper"``: the papers'.
+* ``eps_floor`` (default ``1/(2 n_b)``, half a target row) bounds the vote of a
+  round with (almost) no target error: ``1/2 ln(2 n_b - 1)`` instead of ~11.5;
+  0 restores the papers' ``EPS_MIN``.
+* ``initial_split``: the papers' uniform start (the default: chosen on the
+  synthetic transfer sets and Amazon, where giving the target more mass made
+  every candidate overfit its few rows) or a given target share.
+
 Every number every rank needs is an exact sum or a per-row value, so the
 model does not depend on how the rows are split over ranks.
 """
@@ -66,6 +80,9 @@ class Plan:
     target: tuple  # (mult, log): target rows w <- mult w exp(e log)
     source: tuple  # (mult, log): source rows
     metrics: dict = field(default_factory=dict)
+    own_source: bool = False  # source k's rows are boosted by candidate k's own error (source_update boost)
+    chain: Optional[np.ndarray] = None  # MSDTrA weights "chain": each candidate's coefficient
+    own_alpha: Optional[np.ndarray] = None  # each candidate's own (floored) error on its source
 
 
 def beta_a(n_source: int, rounds: int) -> float:
@@ -84,6 +101,66 @@ HIGH_ERROR_PARAM = Param(
 )
 ROUNDS = Param("rounds", int, None, "the number of rounds M (part of the source factor; set by --rounds)",
                low=1, cli=False)
+CANDIDATES = ("target", "paper")
+CANDIDATES_PARAM = Param(
+    "candidates", str, "target",
+    "target: the paper's candidates plus one stump trained on the target rows alone, which stands in when no "
+    "candidate of the paper has an edge on the target (target error < 1/2), so a round never has to stop; MSDTrA "
+    "also leaves candidates without an edge out of its mixture; paper: the paper's candidates only",
+    choices=CANDIDATES,
+)
+INITIAL_SPLIT_PARAM = Param(
+    "initial_split", str, "paper",
+    "the initial weights: paper (the papers' rule and the default: uniform over all rows, so the target holds "
+    "n_b/(n_a + n_b) of the mass), balanced (the target rows hold 1/2 of the mass, the sources 1/2), domains (every domain the same "
+    "mass), or a number in (0, 1): the target's share (the sources share the rest by rows); uniform within a domain",
+    metavar="SPLIT",
+)
+EPS_FLOOR_PARAM = Param(
+    "eps_floor", float, None,
+    "the least round error eps_t, which bounds the vote ln((1 - eps)/eps) of a round with (almost) no target "
+    "error (default 1/(2 n_b), half a target row at uniform weights; 0: the papers' 1e-10)",
+    low=0.0, high=0.5, high_open=True, metavar="EPS",
+)
+
+def initial_masses(split: str, counts: np.ndarray, target: int) -> Optional[np.ndarray]:
+    """Each domain's share of the initial mass for ``--initial-split`` (None: the paper's uniform weights).
+
+    Parameters
+    ----------
+    split : str
+        ``"paper"``, ``"balanced"``, ``"domains"`` or a number in (0, 1) as text (the target's share).
+    counts : numpy.ndarray
+        Global row count of each domain.
+    target : int
+        The target domain.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The mass of each domain (sum 1), or None for uniform weights over every row.
+    """
+    if split == "paper":
+        return None
+    counts = np.asarray(counts, dtype=np.float64)
+    src = np.arange(counts.size) != target
+    if split == "domains":
+        # every domain with rows the same mass: in each per-source candidate the target
+        # and its source weigh alike
+        out = (counts > 0).astype(np.float64)
+        return out / out.sum()
+    if split == "balanced":
+        share = 0.5
+    else:
+        try:
+            share = float(split)
+        except ValueError:
+            raise ValueError(f"--initial-split {split!r}: paper, balanced, domains or a number in (0, 1)") from None
+        if not 0.0 < share < 1.0:
+            raise ValueError(f"--initial-split {split!r}: the target's share must lie in (0, 1)")
+    out = np.where(src, (1.0 - share) * counts / max(counts[src].sum(), 1.0), 0.0)
+    out[target] = share
+    return out
 
 
 def vote_from_param(default: str) -> Param:
@@ -107,12 +184,14 @@ class TransferBoosting(Algorithm):
     multi_stump_rounds = True
     needs_rounds = True  # the source factor depends on the number of rounds M
     stop_message = "the round's target error reached 1/2 (--high-error clip goes on)"
-    parameters = (WEAK_LEARNER_EXACT, TARGET_DOMAIN, vote_from_param("first"), HIGH_ERROR_PARAM, ROUNDS)
+    parameters = (WEAK_LEARNER_EXACT, TARGET_DOMAIN, vote_from_param("first"), HIGH_ERROR_PARAM, ROUNDS,
+                  CANDIDATES_PARAM, INITIAL_SPLIT_PARAM, EPS_FLOOR_PARAM)
 
     @classmethod
     def check_params(cls, params: dict, given) -> None:
         if params["rounds"] is None:
             raise ValueError(f"{cls.name} needs the number of rounds M (params['rounds'])")
+        initial_masses(params["initial_split"], np.ones(2), 0)  # the text is checked here, agreed
 
     def __init__(self, params=None) -> None:
         super().__init__(params)
@@ -151,15 +230,33 @@ class TransferBoosting(Algorithm):
         n = data.n_local
         self.domain = np.ascontiguousarray(data.domain, dtype=np.int32)
         self.is_source = (self.domain != self.target).astype(np.uint8)
-        self.w = np.full(n, 1.0 / data.n_global)
+        counts = np.asarray(data.domain_counts, dtype=np.int64)
+        masses = initial_masses(self.params["initial_split"], counts, self.target)
+        if masses is None:
+            self.w = np.full(n, 1.0 / data.n_global)  # the papers' uniform start
+        else:
+            # Per-row values from global counts, so the start does not depend on the split over ranks.
+            per_row = masses / np.maximum(counts, 1)
+            self.w = np.ascontiguousarray(per_row[self.domain], dtype=np.float64)
+        self.target_candidate = self.params["candidates"] != "paper"
+        floor = self.params.get("eps_floor")
+        # Half a target row at uniform target weights: a round with no target error votes
+        # ln(2 n_b - 1), more than one with one error (ln(n_b - 1)) but never ~23.
+        self.eps_floor = 0.5 / self.n_target if floor is None else float(floor)
+        self.eps_floor = max(min(self.eps_floor, 0.25), EPS_MIN)
         self.score = np.zeros(n)
         t_rows = np.nonzero(self.domain == self.target)[0]
         self.t_rows = t_rows
         self.t_cols = np.ascontiguousarray(data.cols[:, t_rows])
         self.t_y = np.ascontiguousarray(data.y[t_rows])
+        self._source_rows = [np.flatnonzero(self.domain == k) for k in self.sources]
+        self._source_y = [np.ascontiguousarray(data.y[r]) for r in self._source_rows]
         self._g = np.empty(n, dtype=np.int64)
-        # One candidate on every row (TrAdaBoost) needs one histogram, not one per domain.
-        self._hists = np.zeros((self.p if self.per_source else 1, data.d, 256), dtype=np.int64)
+        # One candidate on every row (TrAdaBoost) needs one histogram, not one per domain;
+        # with the target-only candidate two: the sources' and the target's.
+        n_hists = self.p if self.per_source else (2 if self.target_candidate else 1)
+        self._hists = np.zeros((n_hists, data.d, 256), dtype=np.int64)
+        self._is_target = np.ascontiguousarray(1 - self.is_source, dtype=np.int32)
         # Domains usually come as a few contiguous runs of rows (one file per
         # domain): the blocked histogram kernel then runs once per run. Rows
         # of interleaved domains take the one-pass kernel with domain ids.
@@ -184,7 +281,10 @@ class TransferBoosting(Algorithm):
     def candidate_domains(self) -> list:
         """Indices into :meth:`local_histograms` whose sum trains each candidate."""
         if self.per_source:
-            return [(self.target, k) for k in self.sources]
+            groups = [(self.target, k) for k in self.sources]
+            return groups + [(self.target,)] if self.target_candidate else groups
+        if self.target_candidate:
+            return [(0, 1), (1,)]  # every row (sources + target), then the target alone
         return [(0,)]  # the single histogram of every row
 
     def candidates(self) -> list:
@@ -208,6 +308,9 @@ class TransferBoosting(Algorithm):
         hists = self._hists
         _weights.fixed_signed(self.w, self.data.y, FIXED_SHIFT, self._g)
         if not self.per_source:
+            if self.target_candidate:
+                _transfer.domain_histograms(self.data.cols, self._g, self._is_target, hists)
+                return hists
             _histogram.build_histogram(self.data.cols, self._g, hists[0], self._binary)
             return hists
         if not self._use_runs:
@@ -254,17 +357,31 @@ class TransferBoosting(Algorithm):
 
     # --------------------------------------------------------------- error
     def round_error(self, eps: float) -> tuple[Optional[float], dict]:
-        """The round's error after the ``high_error`` rule and the floor ``EPS_MIN``; None: stop."""
+        """The round's error after the ``high_error`` rule and the floor ``eps_floor``; None: stop."""
         info = {"eps_t_raw": float(eps)}
         if eps >= 0.5 - HALF_TOL:
             if self.params["high_error"] == "stop":
                 return None, info
             eps = EPS_CLIP
             info["eps_clipped"] = True
-        if eps < EPS_MIN:
-            eps = EPS_MIN
+        if eps < self.eps_floor:
+            eps = self.eps_floor
             info["eps_clipped"] = True
         return float(eps), info
+
+    def has_edge(self, eps: float) -> bool:
+        """Whether a target error counts as below 1/2 (an edge on the target)."""
+        return eps < 0.5 - HALF_TOL
+
+    def split_candidates(self, stumps: list) -> tuple[int, bool]:
+        """How many of ``stumps`` are the paper's candidates, and whether the last is the target-only one.
+
+        A replayed round (resume) may hold fewer stumps than a live one: only the voting ones are stored.
+        """
+        full = len(self.candidate_domains())
+        if self.target_candidate and len(stumps) == full:
+            return full - 1, True
+        return len(stumps), False
 
     @abstractmethod
     def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:
@@ -309,6 +426,41 @@ class TransferBoosting(Algorithm):
             raise ValueError("a replayed round no longer has an error below 1/2")
         return stumps, plan
 
+    def _boost_sources(self, stumps: list, own: Optional[np.ndarray] = None) -> None:
+        """AdaBoost's update of each source's rows by its own candidate (``source_update = "boost"``).
+
+        Candidate k sees only source k and the target, so source k's rows that it gets wrong
+        are the ones the next candidate k must attend to: they are multiplied by
+        ``(1 - err_k) / err_k``, err_k the candidate's exact weighted error on source k
+        (no change when err_k >= 1/2). One collective for every source's error.
+        """
+        cols = [np.ascontiguousarray(stumps[j].column(self.data.cols)[self._source_rows[j]])
+                for j in range(len(self.sources))]
+        counts = np.asarray(self.data.domain_counts, dtype=np.int64)
+        if own is None:
+            groups = []
+            for j, k in enumerate(self.sources):
+                rows = self._source_rows[j]
+                groups += list(_weights.error_terms(cols[j], self._source_y[j], np.ascontiguousarray(self.w[rows]),
+                                                    *stumps[j].args()))
+            sums = self.proto.reduce_terms(groups)
+        for j, k in enumerate(self.sources):
+            if own is not None:
+                err = float(own[j])
+            else:
+                right, wrong = float(sums[2 * j]), float(sums[2 * j + 1])
+                if not right + wrong > 0:
+                    continue
+                err = max(wrong / (right + wrong), 0.5 / max(int(counts[k]), 1))  # half a row: a bounded factor
+            if err >= 0.5 - HALF_TOL:
+                continue
+            s = stumps[j]
+            pred = np.empty(cols[j].size, dtype=np.int8)
+            _weights.stump_predict(cols[j], *s.args(), pred)
+            rows = self._source_rows[j]
+            miss = rows[pred != self._source_y[j]]
+            self.w[miss] *= (1.0 - err) / err
+
     def replay_candidates(self, voted: list) -> list:
         """The candidate list to re-plan a stored round from its voting stumps."""
         return list(voted)
@@ -323,6 +475,9 @@ class TransferBoosting(Algorithm):
             self.w, self.score, self.data.cols, self.data.y, self.is_source, f, b, lv, ml, vt, coef, plan.hard,
             plan.target[0], plan.target[1], plan.source[0], plan.source[1],
         )
+        if plan.own_source:
+            self._boost_sources(stumps, plan.own_alpha)
+        self._last_applied = (stumps, plan)
         self._version += 1
         terms = _exact.grouped_partials(self.w, self.domain, self.p)
         counts, _, masses = self.proto.reduce_round_stats(np.array([te, se]), 0.0, list(terms))
