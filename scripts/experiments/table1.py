@@ -76,7 +76,8 @@ def run_all(args, rec: C.Records, peers: list[str]) -> None:
                     if rec.find(**key):
                         continue
                     name = f"t1_{algo}_{mode}_n{args.n_train}_p{noise:g}_s{seed}"
-                    params = dict(epsilon=args.epsilon, beta=args.beta) if algo == "smoothboost" else dict(beta=args.beta)
+                    params = (dict(epsilon=args.epsilon, beta=args.beta, gamma=0.5 * (0.5 - args.beta))  # the paper's gamma
+                              if algo == "smoothboost" else dict(beta=args.beta if mode == "sample" else None))
                     res = C.train_mpiboost(args.workdir, name, train, algo=algo, weak_learner=mode, rounds=args.rounds,
                                            seed=seed, nproc=args.nproc, threads=args.threads, **params)
                     ev = C.evaluate_mpiboost(res["model"], test)

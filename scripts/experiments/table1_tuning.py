@@ -98,7 +98,8 @@ def tune(args, rec: C.Records) -> None:
             name = f"tune_{algo}_{mode}_e{eps}_g{gamma}_T{Tmax}_n{args.n_train}_k{k}"
             params = dict(epsilon=eps, gamma=gamma, vote="majority") if algo == "smoothboost" else {}
             res = C.train_mpiboost(args.workdir, name, train, algo=algo, weak_learner=mode, rounds=Tmax, seed=k,
-                                   nproc=args.nproc, threads=args.threads, beta=args.beta, valid=valid, **params)
+                                   nproc=args.nproc, threads=args.threads, valid=valid, **params,
+                                   beta=args.beta if algo == "smoothboost" or mode == "sample" else None)
             logged = np.array([r["valid_error"] for r in res["rounds"]])
             row = dict(key, rounds_done=len(logged), seconds=res["summary"]["seconds"]["total"])
             if algo == "smoothboost":
@@ -147,7 +148,8 @@ def settings(args, rec: C.Records) -> list[dict]:
 def chosen(args, ranked: list[dict]) -> list[dict]:
     picks = []
     for mode in [None, *args.modes]:
-        cand = [s for s in ranked if mode is None or s["mode"] == mode]
+        # the weighted vote is scored from the curves only: mpiboost no longer trains it (--vote weighted removed)
+        cand = [s for s in ranked if (mode is None or s["mode"] == mode) and s["vote"] == "majority"]
         if cand and cand[0] not in picks:
             picks.append(cand[0])
     return picks
@@ -164,9 +166,10 @@ def final(args, rec: C.Records, picks: list[dict]) -> None:
                 train = C.synth_longservedio(args.workdir, args.n_train, noise, seed)
                 test = C.synth_longservedio(args.workdir, args.n_test, 0.0, TEST_SEED_OFFSET + seed)
                 name = f"tuned_{s['algo']}_{s['mode']}_e{s['epsilon']}_g{s['gamma']}_{s['vote']}_T{s['T']}_n{args.n_train}_p{noise:g}_s{seed}"
-                params = dict(epsilon=s["epsilon"], gamma=s["gamma"], vote=s["vote"]) if s["algo"] == "smoothboost" else {}
+                params = dict(epsilon=s["epsilon"], gamma=s["gamma"]) if s["algo"] == "smoothboost" else {}
                 res = C.train_mpiboost(args.workdir, name, train, algo=s["algo"], weak_learner=s["mode"], rounds=s["T"],
-                                       seed=seed, nproc=args.nproc, threads=args.threads, beta=args.beta, **params)
+                                       seed=seed, nproc=args.nproc, threads=args.threads, **params,
+                                       beta=args.beta if s["algo"] == "smoothboost" or s["mode"] == "sample" else None)
                 ev = C.evaluate_mpiboost(res["model"], test)
                 rec.add({**key, "error": ev["error"], "seconds": res["summary"]["seconds"]["total"],
                          "rounds_done": res["summary"]["rounds"]})

@@ -129,7 +129,8 @@ def run_all(args, rec: C.Records, peers: list[str]) -> None:
                     key = dict(dataset=name, n=n, seed=seed, method=method)
                     if rec.find(**key):
                         continue
-                    params = dict(epsilon=args.epsilon, beta=args.beta) if algo == "smoothboost" else dict(beta=args.beta)
+                    params = (dict(epsilon=args.epsilon, beta=args.beta, gamma=0.5 * (0.5 - args.beta))  # the paper's gamma
+                              if algo == "smoothboost" else dict(beta=args.beta if mode == "sample" else None))
                     res = C.train_mpiboost(args.workdir, f"t2_{name}_{algo}_{mode}_n{n}_s{seed}", train, algo=algo,
                                            weak_learner=mode, rounds=args.rounds, seed=seed, nproc=args.nproc,
                                            threads=args.threads, **params)
