@@ -13,7 +13,8 @@ Configurations, T = --rounds (30) rounds each, all with ``mpiexec -n --ranks``
 * AdaBoost-all: ``--algo adaboost --weak-learner histogram`` on the union of
   the domains (the reference of the ratios);
 * MultiBoost with ``--step line-search`` (the default), ``lemma1`` and
-  ``closed-form``;
+  ``closed-form`` (all with the default shared gates), and line search with
+  ``--gates paper`` (one gated histogram per active domain);
 * FedMultiBoost (default clients and candidates).
 
 Each run is ``mpiexec -n R python -m mpiboost train ... --quiet --metrics
@@ -59,6 +60,7 @@ from benchutil import find_mpiexec, load_line, make_workdir, run_cmd  # noqa: E4
 CONFIGS = [
     ("AdaBoost-all", ["--algo", "adaboost", "--weak-learner", "histogram"]),
     ("MultiBoost line-search", ["--algo", "multiboost", "--step", "line-search"]),
+    ("MultiBoost paper gates", ["--algo", "multiboost", "--step", "line-search", "--gates", "paper"]),
     ("MultiBoost lemma1", ["--algo", "multiboost", "--step", "lemma1"]),
     ("MultiBoost closed-form", ["--algo", "multiboost", "--step", "closed-form"]),
     ("FedMultiBoost", ["--algo", "fedmultiboost"]),

@@ -69,7 +69,10 @@ LABEL = {**PAPER_LABEL, "fedmultiboost": "FedMultiBoost", "lightgbm-stumps": "Li
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--datasets", nargs="+", default=["adult", "sentiment"], choices=["adult", "sentiment"])
+    p.add_argument("--datasets", nargs="+", default=["adult", "sentiment", "multisource"],
+                   choices=["adult", "sentiment", "multisource"],
+                   help="multisource: `mpiboost synth multisource` (3 domains whose experts conflict), "
+                        "6,000 training and 6,000 test rows per split")
     p.add_argument("--data-dir", type=Path, default=C.DATASETS)
     p.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS + PEERS,
                    help=f"mpiboost methods and peers ({', '.join(PEERS)}: pooled domains, same threads)")
@@ -144,6 +147,19 @@ def sentiment(args) -> dict:
     data = _read(path)
     data["feature_names"] = None  # 5,000 names do not fit an HDF5 attribute; the file keeps its vocabulary
     return data
+
+
+def multisource_split(args, seed: int) -> tuple[Path, Path]:
+    """A generated training and test set (seeds ``seed`` and ``seed + 1000``; same task)."""
+    d = args.workdir / "data" / "multisource"
+    d.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, s in (("train", seed), ("test", seed + 1000)):
+        path = d / f"split{seed}-{name}.h5"
+        if not path.exists():
+            C.run([*C.MPIBOOST, "synth", "multisource", "--n", 6000, "--seed", s, "--out", path])
+        out.append(path)
+    return out[0], out[1]
 
 
 def write_split(data: dict, train_idx: np.ndarray, test_idx: np.ndarray, train: Path, test: Path) -> None:
@@ -244,6 +260,11 @@ def train_and_score(args, name: str, train: Path, test: Path, method: str, seed:
 
 def run_all(args, rec: C.Records) -> None:
     for dataset in args.datasets:
+        if dataset == "multisource":
+            for s in args.splits:
+                train, test = multisource_split(args, s)
+                run_split(args, rec, dataset, f"split{s}", s, train, test)
+            continue
         data = adult(args) if dataset == "adult" else sentiment(args)
         counts = np.bincount(data["domain"], minlength=len(data["domain_names"]))
         C.log(f"{dataset}: {len(data['y']):,} rows x {data['X'].shape[1]} features, domains "
@@ -261,15 +282,21 @@ def run_all(args, rec: C.Records) -> None:
             d = args.workdir / "data" / dataset
             train, test = d / f"{tag}-train.h5", d / f"{tag}-test.h5"
             write_split(data, train_idx, test_idx, train, test)
-            for method in args.methods:
-                key = dict(dataset=dataset, split=tag, method=method, rounds=args.rounds,
-                           config=args.tag if method in ("multiboost", "fedmultiboost") else "")
-                if rec.find(**key):
-                    continue
-                res = train_and_score(args, f"mb_{dataset}_{tag}_{method}", train, test, method, seed)
-                rec.add({**key, **res})
-                C.log(f"{dataset} {tag} {method}: uniform {res['uniform']:.4f} agnostic {res['agnostic']:.4f} "
-                      f"({res['seconds']:.2f} s)")
+            run_split(args, rec, dataset, tag, seed, train, test)
+
+
+def run_split(args, rec: C.Records, dataset: str, tag: str, seed: int, train: Path, test: Path) -> None:
+    for method in args.methods:
+        if dataset == "multisource" and method.startswith("adaboost-") and method != "adaboost-all":
+            continue  # AdaBoost-k names the real sets' domains
+        key = dict(dataset=dataset, split=tag, method=method, rounds=args.rounds,
+                   config=args.tag if method in ("multiboost", "fedmultiboost") else "")
+        if rec.find(**key):
+            continue
+        res = train_and_score(args, f"mb_{dataset}_{tag}_{method}", train, test, method, seed)
+        rec.add({**key, **res})
+        C.log(f"{dataset} {tag} {method}: uniform {res['uniform']:.4f} agnostic {res['agnostic']:.4f} "
+              f"({res['seconds']:.2f} s)")
 
 
 # ----------------------------------------------------------------- tables
@@ -300,11 +327,11 @@ def render(args, rec: C.Records) -> str:
         if not rows_all:
             continue
         names = list(rows_all[0]["per_domain"])
-        order = ["university", "hs", "other"] if dataset == "adult" else list(SENTIMENT_DOMAINS)
+        order = {"adult": ["university", "hs", "other"], "sentiment": list(SENTIMENT_DOMAINS)}.get(dataset, [])
         names = [n for n in order if n in names] + [n for n in names if n not in order]
         head = ["method"] + [f"Err-{i + 1} ({n})" for i, n in enumerate(names)] + ["Uniform", "Agnostic", "s / run"]
         table = []
-        for m, cells in PAPER[dataset].items():
+        for m, cells in PAPER.get(dataset, {}).items():
             table.append([f"paper: {PAPER_LABEL[m]}", *cells, ""])
         configs = sorted({r["config"] for r in rows_all})
         for method in args.methods:
@@ -312,7 +339,7 @@ def render(args, rec: C.Records) -> str:
                 rs = [r for r in rows_all if r["method"] == method and r["config"] == config]
                 if not rs:
                     continue
-                label = f"mpiboost {LABEL[method]}" + (f" ({config})" if config else "")
+                label = ("" if method in PEERS else "mpiboost ") + LABEL[method] + (f" ({config})" if config else "")
                 table.append([label, *[f3([r["per_domain"][n] for r in rs]) for n in names],
                               f3([r["uniform"] for r in rs]), f3([r["agnostic"] for r in rs]),
                               f"{np.mean([r['seconds'] for r in rs]):.1f}"])
@@ -336,6 +363,8 @@ def render(args, rec: C.Records) -> str:
         n_runs = len({r["split"] for r in rows_all})
         what = (f"{len(args.use_folds)} of {args.folds} cross-validation folds" if dataset == "adult"
                 else f"{n_runs} random 80/20 splits (seeds {', '.join(map(str, args.splits))})")
+        if dataset == "multisource":
+            what = f"{n_runs} generated training/test pairs (seeds {', '.join(map(str, args.splits))})"
         out += [f"**{dataset.capitalize()}**: test error, mean ± std over {what}; T = {args.rounds} stumps, "
                 f"`mpiexec -n {args.nproc}` × {args.threads} thread"
                 + (f", MultiBoost/FedMultiBoost options `{args.extra}`" if args.extra else "") + ".", "",
