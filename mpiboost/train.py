@@ -9,6 +9,7 @@ the algorithm class.
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -519,7 +520,9 @@ def search(comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int
         _run_once(comm, algorithm, _with(params, point), rounds, inputs, seed, (), None, None, chooser)
         watchdog.tick()
         tried.append({**point, "best_round": chooser.best_round, "best_error": chooser.best_error})
-    best = min(range(len(tried)), key=lambda i: (tried[i]["best_error"], i))
+    # a run that trained no round (no weak edge at all) has no error: it never wins
+    best = min(range(len(tried)), key=lambda i: (math.inf if tried[i]["best_error"] is None
+                                                 else tried[i]["best_error"], i))
     return {"chosen": {k: tried[best][k] for k in names}, "tried": tried}
 
 

@@ -163,6 +163,24 @@ def test_resume_makes_the_same_choice(noisy, tmp_path):
     assert proc.returncode == 2 and "--valid-fraction" in proc.stderr
 
 
+def test_resume_keeps_the_epsilon_choice(noisy, tmp_path):
+    ckpt = tmp_path / "c.h5"
+    args = ("--algo", "smoothboost", "--epsilon", "auto", "--valid-fraction", "0.2", "--checkpoint", ckpt)
+    _train(noisy, tmp_path / "part.h5", *args, "--rounds", "15")
+    assert Model.load(ckpt).info["search"]["chosen"]  # the checkpoint records the choice
+    resumed = _train(noisy, tmp_path / "res.h5", *args, "--rounds", "30", "--resume")
+    straight = _train(noisy, tmp_path / "str.h5", *args[:6], "--rounds", "30")
+    assert _core(resumed) == _core(straight) and resumed.info["search"] == straight.info["search"]
+
+
+def test_best_round_on_valid_files(noisy, tmp_path):
+    m = _train(noisy, tmp_path / "m.h5", "--algo", "adaboost", "--rounds", "40", "--valid", noisy / "test.h5",
+               "--best-round")
+    v = m.info["validation"]
+    assert v["files"] == ["test.h5"] and v["n_valid"] == 1000 and m.n_rounds == v["best_round"] <= 40
+    assert m.info["n_train"] == 3000  # nothing held out
+
+
 # -------------------------------------------------------------- bad options
 @pytest.mark.parametrize("extra, message", [
     (["--valid-fraction", "0"], "--valid-fraction must be in"),
