@@ -260,9 +260,23 @@ def paired_p(a, b) -> tuple[float, float]:
     return float(t), float(w)
 
 
+def short_label(spec: str) -> str:
+    """A table heading for a method spec (``X (paper)`` for the papers' rules)."""
+    names = {"msdtra": "MSDTrA", "mstra": "MSTrA", "dtradaboost": "DTrAdaBoost", "tradaboost": "TrAdaBoost",
+             "adaboost-target": "AdaBoost target", "adaboost-pooled": "AdaBoost pooled",
+             "lightgbm-pooled": "LightGBM pooled"}
+    name, params = parse_method(spec)
+    base = names.get(name, name)
+    if params.get("candidates") == "paper" and params.get("initial_split") == "paper":
+        params = {k: v for k, v in params.items() if k not in ("candidates", "initial_split", "eps_floor",
+                                                               "source_update")}
+        base += " (paper)"
+    return base + (" " + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+
+
 def render(args, rec: Records) -> str:
     out = []
-    label = {m: m for m in args.methods}
+    label = {m: short_label(m) for m in args.methods}
     for dataset in args.datasets:
         rows_d = [r for r in rec.rows if r["dataset"] == dataset and r["rounds"] == args.rounds]
         if not rows_d:
