@@ -30,6 +30,7 @@ class DomainClassifier:
     l2: float = 1.0
     train_accuracy: Optional[float] = None
     iterations: int = 0
+    temperature: Optional[float] = None  # W divided by it (calibrate); None: Q as fitted
 
     @property
     def n_domains(self) -> int:
@@ -55,6 +56,7 @@ class DomainClassifier:
             "l2": self.l2,
             "train_accuracy": self.train_accuracy,
             "iterations": self.iterations,
+            **({} if self.temperature is None else {"temperature": self.temperature}),
         }
 
     @classmethod
@@ -121,7 +123,13 @@ class DomainClassifier:
         iterations = d.get("iterations", 0)
         if type(iterations) is not int or iterations < 0:
             raise ValueError(f"domain_classifier.iterations must be an integer >= 0, not {iterations!r}")
-        return cls(mean=mean, scale=scale, W=np.ascontiguousarray(W), l2=l2, train_accuracy=acc, iterations=iterations)
+        temperature = d.get("temperature")
+        if temperature is not None:
+            temperature = _number(temperature, "temperature")
+            if not temperature > 0:
+                raise ValueError(f"domain_classifier.temperature must be > 0, is {temperature}")
+        return cls(mean=mean, scale=scale, W=np.ascontiguousarray(W), l2=l2, train_accuracy=acc, iterations=iterations,
+                   temperature=temperature)
 
 
 def _number(value, name: str) -> float:
@@ -315,3 +323,84 @@ def fit(
     right = rows.count_correct(np.ascontiguousarray(clf.W))
     clf.train_accuracy = int(comm.allreduce_int(np.array([right]))[0]) / n
     return clf
+
+
+# Temperatures tried by :func:`calibrate`: 2**(k/4), 1/2 .. 256 (1 = Q as fitted).
+TEMPERATURES = 2.0 ** (np.arange(-4, 33) / 4.0)
+CALIBRATION_FOLDS = 3
+
+
+def calibrate(
+    comm,
+    X: np.ndarray,
+    domain: np.ndarray,
+    ids: np.ndarray,
+    n_domains: int,
+    *,
+    l2: float = 1.0,
+    extra: Optional[tuple] = None,
+    folds: int = CALIBRATION_FOLDS,
+) -> tuple[float, np.ndarray]:
+    """Collective: the temperature T of Q(k|x) ∝ exp(z_k(x) / T) of least held-out log-loss.
+
+    Rows are cut into ``folds`` folds by global row id (``id % folds``: every
+    domain spread evenly, the same folds on any number of ranks). For each
+    fold, Q is fitted on the other folds (with the same ``l2``) and the
+    held-out rows' log-loss is summed for every temperature of
+    :data:`TEMPERATURES` (capped per row like the fit's, in int64 fixed point:
+    exact sums). T is the temperature of least total (the one nearest 1 among
+    equal totals). A Q that separates its training rows but not new ones is
+    overconfident; dividing its logits by T > 1 is the standard correction
+    (temperature scaling) and keeps the argmax, so Q's accuracy is unchanged.
+
+    Parameters
+    ----------
+    comm : mpiboost.comm.Comm
+    X, domain : this rank's raw rows and their domains
+    ids : ndarray of int, shape (n_local,)
+        Global row ids (fold = id % folds).
+    n_domains : int
+    l2 : float
+        Q's penalty (as in :func:`fit`).
+    extra : (X, domain), optional
+        Rows that only train Q: in every fold's training part, never held out.
+    folds : int
+
+    Returns
+    -------
+    temperature : float
+    losses : ndarray, shape (len(TEMPERATURES),)
+        Mean held-out log-loss per temperature.
+    """
+    X = np.asarray(X)
+    ids = np.asarray(ids, dtype=np.int64)
+    n = int(comm.allreduce_int(np.array([X.shape[0]]))[0])
+    shift = fixed_point_shift(n, _logistic.LOSS_CAP)
+    unit = 2.0 ** shift
+    totals = np.zeros(len(TEMPERATURES), dtype=np.int64)
+    for f in range(folds):
+        held = ids % folds == f
+        Xf, df = X[~held], domain[~held]
+        if extra is not None:
+            Xf = np.concatenate([np.asarray(Xf, dtype=np.float64), np.asarray(extra[0], dtype=np.float64)])
+            df = np.concatenate([df, extra[1]])
+        clf = fit(comm, Xf, df, n_domains, l2=l2, max_iter=100)
+        if held.any():
+            # log Q = z - logsumexp(z): the logits up to a per-row constant, which
+            # no temperature sees; per-row values, the same bits on any rank.
+            logq = np.log(np.maximum(clf.proba(np.ascontiguousarray(X[held])), 1e-300))
+            z = logq[None, :, :] / TEMPERATURES[:, None, None]  # (T, rows, p)
+            top = z.max(axis=2, keepdims=True)
+            lse = np.log(np.exp(z - top).sum(axis=2)) + top[:, :, 0]
+            own = np.take_along_axis(z, np.asarray(domain[held], dtype=np.int64)[None, :, None], axis=2)[:, :, 0]
+            loss = np.minimum(lse - own, _logistic.LOSS_CAP)
+            totals += np.rint(loss * unit).astype(np.int64).sum(axis=1)
+    totals = comm.allreduce_int(totals)
+    order = np.lexsort((np.abs(np.log2(TEMPERATURES)), totals))  # least loss, then nearest 1
+    return float(TEMPERATURES[order[0]]), totals / unit / max(n, 1)
+
+
+def tempered(clf: DomainClassifier, temperature: float) -> DomainClassifier:
+    """``clf`` with its logits divided by ``temperature`` (the same argmax, softer or sharper Q)."""
+    return DomainClassifier(mean=clf.mean, scale=clf.scale, W=np.ascontiguousarray(clf.W / temperature), l2=clf.l2,
+                            train_accuracy=clf.train_accuracy, iterations=clf.iterations, temperature=temperature)

@@ -271,6 +271,14 @@ class Protocol:
         with self.comm.primitive("domain_classifier"):
             return domain_classifier.fit(self.comm, X, domain, n_domains, l2=l2)
 
+    def calibrate_domain_classifier(self, X: np.ndarray, domain: np.ndarray, ids: np.ndarray, n_domains: int,
+                                    l2: float = 1.0, extra: Optional[tuple] = None) -> tuple:
+        """Q's temperature of least held-out log-loss (:func:`mpiboost.domain_classifier.calibrate`)."""
+        from . import domain_classifier
+
+        with self.comm.primitive("domain_classifier"):
+            return domain_classifier.calibrate(self.comm, X, domain, ids, n_domains, l2=l2, extra=extra)
+
     # -------------------------------------------------------- smooth_projection
     def smooth_projection(self, w: np.ndarray, cap: float, wmax: Optional[float] = None) -> ProjectionInfo:
         """KL projection of the normalized weights ``w`` onto ``{D : max D <= cap}``, in place.

@@ -446,3 +446,44 @@ def test_shared_gates_are_not_worse_than_pooling_where_the_domains_share_the_rul
         errors[name] = _agnostic_error(algo, Xt, yt, dt, 60)
     assert errors["shared"] <= errors["adaboost"] + 0.01, errors
     assert errors["paper"] > errors["shared"] + 0.01, errors
+
+
+def test_calibration_softens_an_overconfident_q_and_keeps_its_argmax():
+    """200 features, 300 rows, weak domain signal: Q separates its training rows, not new ones."""
+    rng = np.random.default_rng(5)
+    n, d = 300, 200
+    domain = np.repeat(np.arange(3), n // 3).astype(np.int32)
+    X = rng.standard_normal((n, d))
+    X[:, 0] += 0.7 * domain
+    comm = Comm(_mpi().COMM_SELF)
+    clf = dc.fit(comm, X, domain, 3)
+    T, losses = dc.calibrate(comm, X, domain, np.arange(n), 3)
+    assert T > 1.0 and clf.train_accuracy > 0.95
+    assert losses[list(dc.TEMPERATURES).index(T)] == losses.min() < losses[list(dc.TEMPERATURES).index(1.0)]
+    soft = dc.tempered(clf, T)
+    assert np.array_equal(soft.proba(X).argmax(axis=1), clf.proba(X).argmax(axis=1))
+    assert soft.proba(X).max(axis=1).mean() < clf.proba(X).max(axis=1).mean()
+    again = dc.DomainClassifier.from_dict(soft.to_dict())
+    assert again.temperature == T and np.array_equal(again.W, soft.W)
+    assert "temperature" not in clf.to_dict()  # Q as fitted: the paper's model, unchanged
+
+
+def test_calibration_folds_follow_the_global_row_ids():
+    """Rows split over shards with their global ids give the same temperature and losses as one shard."""
+    rng = np.random.default_rng(6)
+    n = 240
+    domain = np.repeat(np.arange(2), n // 2).astype(np.int32)
+    X = rng.standard_normal((n, 30))
+    X[:, :2] += domain[:, None]
+    comm = Comm(_mpi().COMM_SELF)
+    one = dc.calibrate(comm, X, domain, np.arange(n), 2)
+    order = rng.permutation(n)  # the same rows in another order: folds go by id, not position
+    other = dc.calibrate(comm, X[order], domain[order], order, 2)
+    assert one[0] == other[0]
+    np.testing.assert_allclose(one[1], other[1], rtol=1e-9)
+
+
+def test_q_calibrate_and_a_fixed_temperature_exclude_each_other():
+    with pytest.raises(ValueError, match="--q-calibrate"):
+        MultiBoost({"q_calibrate": True, "q_temperature": 2.0})
+    assert MultiBoost({"q_temperature": 2.0}).params["q_calibrate"] is False

@@ -145,6 +145,7 @@ def ms_data(tmp_path_factory):
 
 @pytest.mark.parametrize(
     "algo", [("multiboost",), ("multiboost", "--gates", "paper"), ("multiboost", "--gate-every", "1"),
+             ("multiboost", "--q-calibrate"),
              ("fedmultiboost", "--client-size", "50"), ("adaboost", "--train-domain", "domain2")]
 )
 def test_multisource_algorithms_same_model_for_any_number_of_ranks(ms_data, tmp_path, algo):

@@ -71,6 +71,7 @@ from typing import Optional
 import numpy as np
 
 from .._ext import _exact, _histogram, _multiboost
+from ..domain_classifier import tempered
 from ..protocol import Protocol
 from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param
@@ -192,6 +193,16 @@ ACTIVE_TOL = Param(
     low=0.0, high=1.0, low_open=True,
 )
 Q_L2 = Param("q_l2", float, 1.0, "L2 penalty of the domain classifier Q(k|x)", low=0.0)
+Q_TEMPERATURE = Param(
+    "q_temperature", float, 1.0,
+    "divide Q's logits by this (1 = Q as fitted, the paper; > 1 softer, < 1 sharper)",
+    low=2.0**-4, high=2.0**12,
+)
+Q_CALIBRATE = Param(
+    "q_calibrate", bool, False,
+    "choose Q's temperature by least log-loss on 3 held-out folds of the training rows (softens a Q that "
+    "separates its training rows better than new ones; three more fits of Q)",
+)
 GATES = ("shared", "paper")
 GATES_PARAM = Param(
     "gates", str, "shared",
@@ -217,6 +228,7 @@ Q_DATA = Param(
 )
 
 
+
 class MultiBoost(Algorithm):
     name = "multiboost"
     summary = "MultiBoost: a Q-ensemble that boosts the worst domain's loss (agnostic multi-source learning)"
@@ -238,8 +250,15 @@ class MultiBoost(Algorithm):
         GATE_SELECT,
         ACTIVE_TOL,
         Q_L2,
+        Q_TEMPERATURE,
+        Q_CALIBRATE,
         Q_DATA,
     )
+
+    @classmethod
+    def check_params(cls, params: dict, given) -> None:
+        if params.get("q_calibrate") and given.get("q_temperature") is not None:
+            raise ValueError(f"{cls.name}: --q-calibrate chooses Q's temperature; give it or --q-temperature, not both")
 
     def __init__(self, params=None) -> None:
         super().__init__(params)
@@ -271,7 +290,16 @@ class MultiBoost(Algorithm):
         if extra is not None:
             qX = np.concatenate([np.asarray(data.X, dtype=np.float64), np.asarray(extra[0], dtype=np.float64)])
             qdom = np.concatenate([data.domain, extra[1]])
-        self.clf = proto.fit_domain_classifier(qX, qdom, self.p, l2=float(self.params.get("q_l2", 1.0)))
+        l2 = float(self.params.get("q_l2", 1.0))
+        self.clf = proto.fit_domain_classifier(qX, qdom, self.p, l2=l2)
+        temperature = self.params.get("q_temperature", 1.0)  # FedMultiBoost: Q as fitted
+        self.q_losses = None
+        if self.params.get("q_calibrate"):
+            ids = data.start + np.arange(data.n_local, dtype=np.int64)
+            temperature, self.q_losses = proto.calibrate_domain_classifier(
+                data.X, data.domain, ids, self.p, l2=l2, extra=extra)
+        if temperature != 1.0:
+            self.clf = tempered(self.clf, float(temperature))
         # Q(k|x) of every row, stored domain-major (p, n): each pass reads the columns it needs.
         # With shared gates a (p+1)-th row of ones is the ungated candidate's "Q": the kernels
         # index QT by candidate, so candidate p is a stump that votes on every row alike.
@@ -354,6 +382,7 @@ class MultiBoost(Algorithm):
             "phi": phi.tolist(),
             "candidates": len(candidates),
             "q_train_accuracy": self.clf.train_accuracy,
+            "q_temperature": self.clf.temperature or 1.0,
         }
         if v[5] <= 0:
             return None  # no stump lowers the objective

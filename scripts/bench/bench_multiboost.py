@@ -47,10 +47,8 @@ import json
 import os
 import platform
 import shlex
-import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
