@@ -9,7 +9,7 @@ Benchmarks (every setting over repetitions; pairs are (target, repetition)):
   generator's default mix (the first ceil(N/2) helpful, the rest misleading),
   d = 20, 5 informative features; repetition r draws task and sample seed r;
   the clean test set is ``--test-n`` target rows of the same task.
-* ``issue``: target rule sign(w.x) on 20 Gaussian features (all informative),
+* ``dense``: target rule sign(w.x) on 20 Gaussian features (all informative),
   20 labelled target rows, two sources whose w is perturbed by 0.3 and 0.5
   (w + delta u, u a unit vector orthogonal to w: relatedness rho = 1/sqrt(1 + delta^2))
   and one unrelated source (rho = 0), 2,000 rows each, no input shift.
@@ -28,9 +28,9 @@ thread), the code ``mpiboost train`` runs; the records are a JSONL file and
 ``--resume`` skips the runs already recorded.
 
     python scripts/experiments/transfer_claims.py --quick                     # smoke test, about a minute
-    python scripts/experiments/transfer_claims.py --datasets synth issue --reps 10
+    python scripts/experiments/transfer_claims.py --datasets synth dense --reps 10
     python scripts/experiments/transfer_claims.py --datasets amazon --reps 5 --resume
-    python scripts/experiments/transfer_claims.py --render-only --datasets synth issue amazon
+    python scripts/experiments/transfer_claims.py --render-only --datasets synth dense amazon
 """
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ BASELINES = ["adaboost-target", "adaboost-pooled", "lightgbm-pooled"]
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--datasets", nargs="+", default=["synth", "issue", "amazon"], choices=["synth", "issue", "amazon"])
+    p.add_argument("--datasets", nargs="+", default=["synth", "dense", "amazon"], choices=["synth", "dense", "amazon"])
     p.add_argument("--data-dir", type=Path, default=C.DATASETS,
                    help="the directory holding amazon-multidomain-sentiment/ (default: $MPIBOOST_DATASETS or datasets/)")
     p.add_argument("--methods", nargs="+", default=DEFAULT_METHODS)
@@ -175,7 +175,7 @@ def _write(path: Path, X, y, domain=None, names=None, attrs=None) -> Path:
 
 
 def synth_like(args, rec: Records, comm, dataset: str) -> None:
-    """``synth`` and ``issue``: one target file, one file per source, a clean test file."""
+    """``synth`` and ``dense``: one target file, one file per source, a clean test file."""
     from mpiboost.data.synth.transfer import generate
 
     d = args.workdir / "data" / dataset

@@ -111,9 +111,10 @@ def params_for(method: str, variant: str) -> dict:
     """As cli.cmd_train: ``--target T --source S..`` (transfer) or ``--data T`` (adaboost)."""
     params = {"weak_learner": "histogram"}
     if method != "adaboost":
-        params.update(target_domain=0, high_error=variant)
+        # the papers' rules, the defaults when these tables were made (transfer_claims.py runs the new defaults)
+        params.update(target_domain=0, high_error=variant, candidates="paper", initial_split="paper", eps_floor=0.0)
         if method == "msdtra":
-            params["hard_error"] = False
+            params.update(hard_error=False, source_update="paper")
     return params
 
 
