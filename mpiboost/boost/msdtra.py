@@ -45,7 +45,8 @@ from typing import Optional
 import numpy as np
 
 from .._ext import _weights
-from .base import Param
+from ..model import Model
+from .base import Hypothesis, Param
 from .transfer import HALF_TOL, Plan, TransferBoosting
 
 
@@ -83,11 +84,13 @@ class MSDTrA(TransferBoosting):
             params["weights"] = "paper"  # --source-update paper alone: the paper's rules
 
     def setup(self, data, proto, seed: int = 0) -> None:
+        """:meth:`TransferBoosting.setup`, plus each candidate chain's score on the target rows (zero)."""
         super().setup(data, proto, seed)
         n_cands = len(self.candidate_domains())
         self._chain = np.zeros((n_cands, self.t_rows.size))  # each candidate chain's score on the target rows
 
-    def apply(self, h):
+    def apply(self, h: Hypothesis) -> dict:
+        """The round's update (:meth:`TransferBoosting.apply`), then each chain's score on the target rows."""
         out = super().apply(h)
         stumps, plan = self._last_applied
         if plan.chain is not None:
@@ -171,7 +174,7 @@ class MSDTrA(TransferBoosting):
                          dtype=np.int64)
         return np.asarray(self.proto.reduce_counts(wrong)) / self.n_target
 
-    def finish(self):
+    def finish(self) -> Model:
         """The model; with ``weights = "chain"`` each source chain's coefficients times its final target edge.
 
         A copy: the model of the rounds (a checkpoint's) keeps the coefficients a resumed run replays.
