@@ -4,6 +4,7 @@ The loop in :mod:`mpiboost.train` knows nothing of logging or files; it calls
 every callback at three points with a :class:`RoundEnv`:
 
 ``on_train_begin(env)``  after loading, before round 1 (``env.t`` = rounds already done);
+                         return True if training must not go on (a resumed run already stopped);
 ``on_round_end(env)``    after each round; return True to stop training;
 ``on_train_end(env)``    once, after the last round.
 
@@ -253,8 +254,11 @@ class BestRound(Callback):
         self.patience = patience
         self.errors: list = []
 
-    def on_train_begin(self, env: RoundEnv) -> None:
+    def on_train_begin(self, env: RoundEnv) -> Optional[bool]:
         self.errors = [float(e) for e in env.valid_history]
+        # A checkpoint of a run that stopped early holds every round it trained: resuming it
+        # must stop where it stopped, not train one more round before checking the patience.
+        return self.patience is not None and bool(self.errors) and len(self.errors) - self.best_round >= self.patience
 
     def _note(self, t: int, err: float) -> None:
         # rounds are 1..t in order; a replayed prefix may already hold some of them

@@ -328,6 +328,7 @@ def fit(
 # Temperatures tried by :func:`calibrate`: 2**(k/4), 1/2 .. 256 (1 = Q as fitted).
 TEMPERATURES = 2.0 ** (np.arange(-4, 33) / 4.0)
 CALIBRATION_FOLDS = 3
+_CALIBRATION_BLOCK = 65536  # held-out rows scored at a time
 
 
 def calibrate(
@@ -378,23 +379,29 @@ def calibrate(
     shift = fixed_point_shift(n, _logistic.LOSS_CAP)
     unit = 2.0 ** shift
     totals = np.zeros(len(TEMPERATURES), dtype=np.int64)
+    n_full = n + (int(comm.allreduce_int(np.array([len(extra[1])]))[0]) if extra is not None else 0)  # Q's rows
     for f in range(folds):
         held = ids % folds == f
         Xf, df = X[~held], domain[~held]
         if extra is not None:
             Xf = np.concatenate([np.asarray(Xf, dtype=np.float64), np.asarray(extra[0], dtype=np.float64)])
             df = np.concatenate([df, extra[1]])
-        clf = fit(comm, Xf, df, n_domains, l2=l2, max_iter=100)
-        if held.any():
+        # The penalty is relative to the rows (l2 / n): scaled by the fold's share, each
+        # fold's Q is as regularized as the Q it stands for.
+        n_fold = int(comm.allreduce_int(np.array([Xf.shape[0]]))[0])
+        clf = fit(comm, Xf, df, n_domains, l2=l2 * n_fold / max(n_full, 1))
+        for lo in range(0, int(held.sum()), _CALIBRATION_BLOCK):  # blocks of rows: bounded memory
+            rows = np.flatnonzero(held)[lo: lo + _CALIBRATION_BLOCK]
             # log Q = z - logsumexp(z): the logits up to a per-row constant, which
             # no temperature sees; per-row values, the same bits on any rank.
-            logq = np.log(np.maximum(clf.proba(np.ascontiguousarray(X[held])), 1e-300))
-            z = logq[None, :, :] / TEMPERATURES[:, None, None]  # (T, rows, p)
-            top = z.max(axis=2, keepdims=True)
-            lse = np.log(np.exp(z - top).sum(axis=2)) + top[:, :, 0]
-            own = np.take_along_axis(z, np.asarray(domain[held], dtype=np.int64)[None, :, None], axis=2)[:, :, 0]
-            loss = np.minimum(lse - own, _logistic.LOSS_CAP)
-            totals += np.rint(loss * unit).astype(np.int64).sum(axis=1)
+            logq = np.log(np.maximum(clf.proba(np.ascontiguousarray(X[rows])), 1e-300))
+            own = logq[np.arange(rows.size), np.asarray(domain[rows], dtype=np.int64)]
+            for j, T in enumerate(TEMPERATURES):
+                z = logq / T
+                top = z.max(axis=1)
+                lse = np.log(np.exp(z - top[:, None]).sum(axis=1)) + top
+                loss = np.minimum(lse - own / T, _logistic.LOSS_CAP)
+                totals[j] += int(np.rint(loss * unit).astype(np.int64).sum())
     totals = comm.allreduce_int(totals)
     order = np.lexsort((np.abs(np.log2(TEMPERATURES)), totals))  # least loss, then nearest 1
     return float(TEMPERATURES[order[0]]), totals / unit / max(n, 1)

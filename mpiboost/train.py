@@ -191,6 +191,10 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
     if valid_fraction:
         shard, vshard = split_valid(comm, shard, valid_fraction, seed)
         _check_task(cls, shard)
+        present = [c for c, k in shard.label_counts.items() if k > 0]  # global counts: every rank agrees
+        if len(present) < 2:
+            raise InputError(f"--valid-fraction {valid_fraction} leaves the training rows one class "
+                             f"({present[0] if present else None!r}): too few rows of the others to hold some out")
     elif valid:
         # a validation row of a class the training rows lack counts as an error (no model predicts it)
         vshard = load(comm, valid, task=task, classes=shard.classes, unseen={},
@@ -378,12 +382,13 @@ def run_rounds(comm, algo: Algorithm, inputs: _Inputs, scorer, proto, done: int,
     callbacks = sorted_callbacks(callbacks)
     env = RoundEnv(t=done, rounds=rounds, model=algo.model, is_center=comm.is_center, run=run,
                    valid_history=list(valid_history))
+    stop_now = False
     for cb in callbacks:
-        cb.on_train_begin(env)
-    stop_reason = "rounds"
+        stop_now = bool(cb.on_train_begin(env)) or stop_now  # a resumed run that had already stopped
+    stop_reason = "stopped by a callback" if stop_now else "rounds"
     phase = {"select": 0.0, "apply": 0.0, "valid": 0.0}
     last: dict = {}
-    for t in range(done + 1, rounds + 1):
+    for t in range(done + 1, rounds + 1 if not stop_now else done + 1):
         t0 = clock()
         h = algo.select(t)
         t1 = clock()
@@ -475,6 +480,15 @@ def check_validation(algorithm: str, params: Optional[dict], *, valid: Optional[
     if (best_round or patience is not None) and not has_valid:
         flag = "--best-round" if best_round else "--early-stop"
         raise CollectiveError(f"{flag} chooses by validation error: give --valid FILE or --valid-fraction F")
+    from .boost.transfer import TransferBoosting
+
+    if (best_round or patience is not None) and issubclass(boost.get(algorithm), TransferBoosting):
+        # The per-round validation error scores the plain sum of the stored stumps; a transfer
+        # model's vote is not that sum (its first voting round follows the rounds trained, MSDTrA
+        # rescales each chain by its final edge), so a round chosen on it would not be the model kept.
+        flag = "--best-round" if best_round else "--early-stop"
+        raise CollectiveError(f"{flag} is not available for {algorithm}: its final vote depends on every round "
+                              "trained, so the validation curve of the rounds does not score the model kept")
     auto = auto_params(algorithm, params)
     if auto and not has_valid:
         cls = boost.get(algorithm)

@@ -194,6 +194,7 @@ def test_best_round_on_valid_files(noisy, tmp_path):
     (["--epsilon", "often"], "invalid float or auto value"),
     (["--vote", "weighted"], "--vote weighted was removed"),
     (["--valid-fraction", "0.2", "--train-domain", "0"], "--valid-fraction holds out rows of every domain"),
+    (["--algo", "msdtra", "--valid", "{test}", "--best-round"], "--best-round is not available for msdtra"),
 ])
 def test_bad_values_exit_2_before_work(noisy, tmp_path, extra, message):
     extra = [a.format(test=noisy / "test.h5") for a in extra]
@@ -203,3 +204,16 @@ def test_bad_values_exit_2_before_work(noisy, tmp_path, extra, message):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not model.exists()
+
+
+def test_resuming_an_early_stopped_run_stops_where_it_stopped(noisy, tmp_path):
+    """The final checkpoint of a run that stopped early holds every trained round; a resume with more
+    rounds and the same patience must not train one more round before checking it."""
+    ckpt = tmp_path / "c.h5"
+    args = ("--algo", "adaboost", "--valid-fraction", "0.2", "--early-stop", "5", "--checkpoint", ckpt)
+    first = _train(noisy, tmp_path / "first.h5", *args, "--rounds", "400")
+    trained = first.info["validation"]["rounds_trained"]
+    assert trained < 400 and Model.load(ckpt).n_rounds == trained
+    resumed = _train(noisy, tmp_path / "res.h5", *args, "--rounds", "400", "--resume")
+    assert _core(resumed) == _core(first)
+    assert resumed.info["validation"]["rounds_trained"] == trained

@@ -147,7 +147,8 @@ class MSDTrA(TransferBoosting):
         if has_target:
             metrics["eps_target_candidate"] = float(eps[-1])
         if not rho.any():
-            return None  # not one candidate has an edge on its own rows
+            self.stop_message = "no candidate has an edge on its own rows (each one's weighted error >= 1/2)"
+            return None
         vt = rho / rho.sum()
         raw = math.fsum(vt * eps)
         metrics["eps_t_raw"] = float(raw)

@@ -120,7 +120,7 @@ EPS_FLOOR_PARAM = Param(
     "eps_floor", float, None,
     "the least round error eps_t, which bounds the vote ln((1 - eps)/eps) of a round with (almost) no target "
     "error (default 1/(2 n_b), half a target row at uniform weights; 0: the papers' 1e-10)",
-    low=0.0, high=0.5, high_open=True, metavar="EPS",
+    low=0.0, high=0.25, metavar="EPS",  # above 1/4 a perfect round would vote less than ln 3 / 2
 )
 
 def initial_masses(split: str, counts: np.ndarray, target: int) -> Optional[np.ndarray]:
