@@ -35,7 +35,6 @@ thread), the code ``mpiboost train`` runs; the records are a JSONL file and
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -80,31 +79,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         a.workdir = a.workdir.with_name(a.workdir.name + "-quick")
     a.records = a.records or a.workdir / "records.jsonl"
     return a
-
-
-# ---------------------------------------------------------------- records
-class Records:
-    """JSONL records keyed by their setting; ``--resume`` keeps the old ones."""
-
-    KEY = ("dataset", "target", "nb", "rep", "method", "rounds")
-
-    def __init__(self, path: Path, resume: bool) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if resume and path.exists() else []
-        if not resume:
-            path.write_text("")
-
-    def find(self, **key):
-        for r in self.rows:
-            if all(r.get(k) == v for k, v in key.items()):
-                return r
-        return None
-
-    def add(self, row: dict) -> None:
-        self.rows.append(row)
-        with self.path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
 
 
 def parse_method(spec: str) -> tuple[str, dict]:
@@ -156,7 +130,7 @@ def run_method(args, comm, spec: str, target_file: Path, source_files: list, tes
             "seconds": time.perf_counter() - t0}
 
 
-def run_all(args, rec: Records, comm, key: dict, target_file, source_files, test_file) -> None:
+def run_all(args, rec: C.Records, comm, key: dict, target_file, source_files, test_file) -> None:
     for spec in args.methods:
         k = dict(key, method=spec, rounds=args.rounds)
         if rec.find(**k) is None:
@@ -174,7 +148,7 @@ def _write(path: Path, X, y, domain=None, names=None, attrs=None) -> Path:
     return path
 
 
-def synth_like(args, rec: Records, comm, dataset: str) -> None:
+def synth_like(args, rec: C.Records, comm, dataset: str) -> None:
     """``synth`` and ``dense``: one target file, one file per source, a clean test file."""
     from mpiboost.data.synth.transfer import generate
 
@@ -203,7 +177,7 @@ def synth_like(args, rec: Records, comm, dataset: str) -> None:
         C.log(f"{dataset} repetition {r}: {time.perf_counter() - t0:.1f} s")
 
 
-def amazon(args, rec: Records, comm) -> None:
+def amazon(args, rec: C.Records, comm) -> None:
     import h5py
 
     d = args.workdir / "data" / "amazon"
@@ -274,7 +248,7 @@ def short_label(spec: str) -> str:
     return base + (" " + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
 
 
-def render(args, rec: Records) -> str:
+def render(args, rec: C.Records) -> str:
     out = []
     label = {m: short_label(m) for m in args.methods}
     for dataset in args.datasets:
@@ -320,7 +294,7 @@ def render(args, rec: Records) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    rec = Records(args.records, resume=args.resume or args.render_only)
+    rec = C.Records(args.records, fresh=not (args.resume or args.render_only))
     if not args.render_only:
         comm = _comm()
         for ds in args.datasets:
