@@ -1,0 +1,195 @@
+"""A bank of N online naive-Bayes-adaptive leaves: the weak learners of online agnostic boosting.
+
+Each learner keeps additive statistics of the weighted examples it was given
+(so blocks of them merge by sums): per class its total weight; per nominal
+feature, value and class a weighted count; per numeric feature and class the
+weighted sums of 1, x and x^2. It predicts with naive Bayes (Laplace-smoothed
+value counts, Gaussian numerics) or with its majority class, whichever has
+been right on more weight of the examples it learnt, each scored before it
+was learnt (ties go to naive Bayes). A learner that has learnt nothing
+predicts class 0, and every argmax takes the lowest of equal classes.
+
+A missing value (NaN) is skipped by naive Bayes and by the statistics.
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.math cimport log, isnan, INFINITY
+
+from _typedefs cimport idx_t, cls_t
+
+cnp.import_array()
+
+VAR_FLOOR = 1e-9  # added to every class-conditional variance (a single value has none)
+cdef double _VAR_FLOOR = VAR_FLOOR
+cdef double _HALF_LOG_2PI = 0.9189385332046727
+
+
+cdef class NBABank:
+    """N leaves over d features (``values[j] > 0``: nominal with that many values, 0: numeric) and k classes."""
+
+    cdef readonly idx_t n_learners, n_classes, d, n_nominal_cells, n_numeric
+    cdef readonly cnp.ndarray values
+    cdef readonly cnp.ndarray class_weight, nominal, s0, s1, s2, mc_right, nb_right
+    cdef cnp.ndarray _offset, _numeric_index
+    cdef double[::1] _scores
+
+    def __init__(self, int n_learners, int n_classes, values):
+        values = np.ascontiguousarray(values, dtype=np.int64)
+        if n_learners < 1 or n_classes < 1 or values.ndim != 1 or (values < 0).any():
+            raise ValueError("need n_learners >= 1, n_classes >= 1 and values >= 0 per feature")
+        self.n_learners, self.n_classes, self.d = n_learners, n_classes, values.shape[0]
+        self.values = values
+        offset = np.zeros(self.d, dtype=np.int64)
+        numeric_index = np.full(self.d, -1, dtype=np.int64)
+        cells = numeric = 0
+        for j in range(self.d):
+            if values[j] > 0:
+                offset[j] = cells
+                cells += values[j]
+            else:
+                numeric_index[j] = numeric
+                numeric += 1
+        self._offset, self._numeric_index = offset, numeric_index
+        self.n_nominal_cells, self.n_numeric = cells, numeric
+        N, k = n_learners, n_classes
+        self.class_weight = np.zeros((N, k))
+        self.nominal = np.zeros((N, max(cells, 1), k))
+        self.s0 = np.zeros((N, max(numeric, 1), k))
+        self.s1 = np.zeros((N, max(numeric, 1), k))
+        self.s2 = np.zeros((N, max(numeric, 1), k))
+        self.mc_right = np.zeros(N)
+        self.nb_right = np.zeros(N)
+        self._scores = np.empty(k)
+
+    cdef int _majority(self, idx_t n) noexcept nogil:
+        cdef const double* cw = <const double*> cnp.PyArray_DATA(self.class_weight) + n * self.n_classes
+        cdef idx_t c
+        cdef int best = 0
+        for c in range(1, self.n_classes):
+            if cw[c] > cw[best]:
+                best = <int> c
+        return best
+
+    cdef int _naive_bayes(self, idx_t n, const double* x) noexcept nogil:
+        """Argmax over classes with weight of log P(c) + sum_j log P(x_j | c); -1 if no class has weight."""
+        cdef idx_t k = self.n_classes, c, j, m
+        cdef const double* cw = <const double*> cnp.PyArray_DATA(self.class_weight) + n * k
+        cdef const double* nom = <const double*> cnp.PyArray_DATA(self.nominal) + n * max(self.n_nominal_cells, 1) * k
+        cdef idx_t nn = max(self.n_numeric, 1)
+        cdef const double* S0 = <const double*> cnp.PyArray_DATA(self.s0) + n * nn * k
+        cdef const double* S1 = <const double*> cnp.PyArray_DATA(self.s1) + n * nn * k
+        cdef const double* S2 = <const double*> cnp.PyArray_DATA(self.s2) + n * nn * k
+        cdef const long long* off = <const long long*> cnp.PyArray_DATA(self._offset)
+        cdef const long long* num = <const long long*> cnp.PyArray_DATA(self._numeric_index)
+        cdef const long long* vals = <const long long*> cnp.PyArray_DATA(self.values)
+        cdef double total = 0.0, s, w, mean, var, z, best_score = -INFINITY
+        cdef int best = -1
+        cdef long long v
+        for c in range(k):
+            total += cw[c]
+        if total <= 0:
+            return -1
+        for c in range(k):
+            if cw[c] <= 0:
+                continue
+            s = log(cw[c] / total)
+            for j in range(self.d):
+                if isnan(x[j]):
+                    continue
+                if vals[j] > 0:
+                    v = <long long> x[j]
+                    w = nom[(off[j] + v) * k + c] if 0 <= v < vals[j] else 0.0
+                    s += log((w + 1.0) / (cw[c] + vals[j]))
+                else:
+                    m = num[j]
+                    w = S0[m * k + c]
+                    if w <= 0:
+                        continue  # no value of this feature seen with class c: it says nothing
+                    mean = S1[m * k + c] / w
+                    var = S2[m * k + c] / w - mean * mean
+                    var = (var if var > 0 else 0.0) + _VAR_FLOOR
+                    z = x[j] - mean
+                    s += -0.5 * z * z / var - 0.5 * log(var) - _HALF_LOG_2PI
+            if s > best_score:
+                best_score, best = s, <int> c
+        return best
+
+    cdef int _predict(self, idx_t n, const double* x) noexcept nogil:
+        cdef int nb
+        cdef const double* mc = <const double*> cnp.PyArray_DATA(self.mc_right)
+        cdef const double* nbr = <const double*> cnp.PyArray_DATA(self.nb_right)
+        if nbr[n] >= mc[n]:
+            nb = self._naive_bayes(n, x)
+            return nb if nb >= 0 else 0
+        return self._majority(n)
+
+    def predict(self, const double[::1] x, cls_t[::1] out):
+        """Every learner's class for the row ``x`` (d values) into ``out`` (N)."""
+        cdef idx_t n
+        if x.shape[0] != self.d or out.shape[0] != self.n_learners:
+            raise ValueError("x must have d values and out N entries")
+        for n in range(self.n_learners):
+            out[n] = self._predict(n, &x[0])
+
+    cdef void _learn(self, idx_t n, const double* x, int label, double weight) noexcept nogil:
+        cdef idx_t k = self.n_classes, j, m, nn = max(self.n_numeric, 1)
+        cdef double* cw = <double*> cnp.PyArray_DATA(self.class_weight) + n * k
+        cdef double* nom = <double*> cnp.PyArray_DATA(self.nominal) + n * max(self.n_nominal_cells, 1) * k
+        cdef double* S0 = <double*> cnp.PyArray_DATA(self.s0) + n * nn * k
+        cdef double* S1 = <double*> cnp.PyArray_DATA(self.s1) + n * nn * k
+        cdef double* S2 = <double*> cnp.PyArray_DATA(self.s2) + n * nn * k
+        cdef const long long* off = <const long long*> cnp.PyArray_DATA(self._offset)
+        cdef const long long* num = <const long long*> cnp.PyArray_DATA(self._numeric_index)
+        cdef const long long* vals = <const long long*> cnp.PyArray_DATA(self.values)
+        cdef double* mc = <double*> cnp.PyArray_DATA(self.mc_right)
+        cdef double* nbr = <double*> cnp.PyArray_DATA(self.nb_right)
+        cdef double total = 0.0
+        cdef long long v
+        cdef idx_t c
+        cdef int nb
+        for c in range(k):
+            total += cw[c]
+        # scored before it is learnt, as the adaptive leaf does
+        if total > 0 and self._majority(n) == label:
+            mc[n] += weight
+        nb = self._naive_bayes(n, x)
+        if nb >= 0 and nb == label:
+            nbr[n] += weight
+        cw[label] += weight
+        for j in range(self.d):
+            if isnan(x[j]):
+                continue
+            if vals[j] > 0:
+                v = <long long> x[j]
+                if 0 <= v < vals[j]:
+                    nom[(off[j] + v) * k + label] += weight
+            else:
+                m = num[j]
+                S0[m * k + label] += weight
+                S1[m * k + label] += weight * x[j]
+                S2[m * k + label] += weight * x[j] * x[j]
+
+    def learn(self, const double[::1] x, const double[:, ::1] P, int first=0):
+        """Learner n learns x with every label l of weight ``P[n + first, l] > 0`` (fractional relabelling).
+
+        ``P`` is the example's OCO chain (:func:`mpiboost._ext._simplex.ogd_chain`,
+        N + 1 rows): learner n is trained with row n, so ``first`` is 0.
+        """
+        cdef idx_t n, l
+        if x.shape[0] != self.d or P.shape[1] != self.n_classes or P.shape[0] < self.n_learners + first:
+            raise ValueError("x must have d values and P at least N rows of k weights")
+        for n in range(self.n_learners):
+            for l in range(self.n_classes):
+                if P[n + first, l] > 0:
+                    self._learn(n, &x[0], <int> l, P[n + first, l])
+
+    def learn_labels(self, const double[::1] x, const cls_t[::1] labels, double weight=1.0):
+        """Learner n learns x with label ``labels[n]`` (random relabelling), weight ``weight``."""
+        cdef idx_t n
+        if x.shape[0] != self.d or labels.shape[0] != self.n_learners:
+            raise ValueError("x must have d values and labels N entries")
+        for n in range(self.n_learners):
+            if not 0 <= labels[n] < self.n_classes:
+                raise ValueError(f"label {labels[n]} outside 0..{self.n_classes - 1}")
+        for n in range(self.n_learners):
+            self._learn(n, &x[0], labels[n], weight)

@@ -1,0 +1,135 @@
+"""The naive-Bayes-adaptive leaf bank against a plain Python twin, on nominal, numeric and mixed streams."""
+import math
+
+import numpy as np
+import pytest
+
+from mpiboost._ext import _nba, _simplex
+
+
+class Leaf:
+    """One adaptive leaf, written out: the rules of mpiboost._ext._nba, one dict per statistic."""
+
+    def __init__(self, k, values):
+        self.k, self.values = k, list(values)
+        self.cw = [0.0] * k
+        self.counts = {}  # (j, value, c) -> weight
+        self.moments = {}  # (j, c) -> [sum w, sum w x, sum w x^2]
+        self.mc = self.nb = 0.0
+
+    def majority(self):
+        return max(range(self.k), key=lambda c: (self.cw[c], -c))
+
+    def naive_bayes(self, x):
+        total = sum(self.cw)
+        if total <= 0:
+            return None
+        best, best_score = None, -math.inf
+        for c in range(self.k):
+            if self.cw[c] <= 0:
+                continue
+            s = math.log(self.cw[c] / total)
+            for j, v in enumerate(x):
+                if math.isnan(v):
+                    continue
+                if self.values[j]:
+                    w = self.counts.get((j, int(v), c), 0.0) if 0 <= int(v) < self.values[j] else 0.0
+                    s += math.log((w + 1.0) / (self.cw[c] + self.values[j]))
+                else:
+                    m = self.moments.get((j, c))
+                    if not m or m[0] <= 0:
+                        continue
+                    mean = m[1] / m[0]
+                    var = max(m[2] / m[0] - mean * mean, 0.0) + _nba.VAR_FLOOR
+                    s += -0.5 * (v - mean) ** 2 / var - 0.5 * math.log(var) - 0.5 * math.log(2 * math.pi)
+            if s > best_score:
+                best, best_score = c, s
+        return best
+
+    def predict(self, x):
+        if self.nb >= self.mc:
+            nb = self.naive_bayes(x)
+            return 0 if nb is None else nb
+        return self.majority()
+
+    def learn(self, x, label, w):
+        if sum(self.cw) > 0 and self.majority() == label:
+            self.mc += w
+        if self.naive_bayes(x) == label:
+            self.nb += w
+        self.cw[label] += w
+        for j, v in enumerate(x):
+            if math.isnan(v):
+                continue
+            if self.values[j]:
+                if 0 <= int(v) < self.values[j]:
+                    self.counts[(j, int(v), label)] = self.counts.get((j, int(v), label), 0.0) + w
+            else:
+                m = self.moments.setdefault((j, label), [0.0, 0.0, 0.0])
+                m[0] += w
+                m[1] += w * v
+                m[2] += w * v * v
+
+
+def _stream(kind, rng, n, k):
+    values = {"nominal": [3, 4, 2, 5], "numeric": [0, 0, 0], "mixed": [3, 0, 4, 0]}[kind]
+    X = np.empty((n, len(values)))
+    y = rng.integers(0, k, n)
+    for j, v in enumerate(values):
+        if v:
+            X[:, j] = (y + rng.integers(0, 2, n)) % v  # informative but noisy
+        else:
+            X[:, j] = y * (j + 1) + rng.standard_normal(n)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    return X, y.astype(np.int32), values
+
+
+@pytest.mark.parametrize("kind", ["nominal", "numeric", "mixed"])
+@pytest.mark.parametrize("relabel", ["fractional", "random"])
+def test_bank_matches_the_python_leaves(kind, relabel):
+    rng = np.random.default_rng(len(kind))
+    k, N, n = 3, 6, 120
+    X, y, values = _stream(kind, rng, n, k)
+    bank = _nba.NBABank(N, k, values)
+    leaves = [Leaf(k, values) for _ in range(N)]
+    pred = np.empty(N, dtype=np.int32)
+    for t in range(n):
+        x = np.ascontiguousarray(X[t])
+        bank.predict(x, pred)
+        assert pred.tolist() == [leaf.predict(X[t]) for leaf in leaves], t
+        P = np.empty((N + 1, k))
+        _simplex.ogd_chain(pred, int(y[t]), 0.5, 0.5 / math.sqrt(N), P)
+        if relabel == "fractional":
+            bank.learn(x, P)
+            for i, leaf in enumerate(leaves):
+                for label in range(k):
+                    if P[i, label] > 0:
+                        leaf.learn(X[t], label, P[i, label])
+        else:
+            labels = rng.integers(0, k, N).astype(np.int32)
+            bank.learn_labels(x, labels)
+            for leaf, label in zip(leaves, labels):
+                leaf.learn(X[t], int(label), 1.0)
+    np.testing.assert_allclose(bank.mc_right, [leaf.mc for leaf in leaves], rtol=1e-12)
+    np.testing.assert_allclose(bank.nb_right, [leaf.nb for leaf in leaves], rtol=1e-12)
+
+
+def test_an_empty_learner_predicts_class_0_and_a_learner_learns():
+    bank = _nba.NBABank(2, 3, [0, 2])
+    out = np.empty(2, dtype=np.int32)
+    bank.predict(np.array([0.5, 1.0]), out)
+    assert out.tolist() == [0, 0]
+    for _ in range(5):
+        bank.learn_labels(np.array([2.0, 1.0]), np.array([2, 1], dtype=np.int32))
+    bank.predict(np.array([2.0, 1.0]), out)
+    assert out.tolist() == [2, 1]
+
+
+def test_bank_rejects_bad_shapes():
+    with pytest.raises(ValueError):
+        _nba.NBABank(0, 3, [0])
+    bank = _nba.NBABank(2, 3, [0])
+    with pytest.raises(ValueError):
+        bank.predict(np.zeros(2), np.empty(2, dtype=np.int32))
+    with pytest.raises(ValueError):
+        bank.learn_labels(np.zeros(1), np.array([0, 3], dtype=np.int32))
