@@ -30,8 +30,15 @@ cdef class NBABank:
     cdef readonly idx_t n_learners, n_classes, d, n_nominal_cells, n_numeric
     cdef readonly cnp.ndarray values
     cdef readonly cnp.ndarray class_weight, nominal, s0, s1, s2, mc_right, nb_right
+    # per (learner, numeric feature, class): the Gaussian's mean, 1 / variance and
+    # -log(variance)/2 - log(2 pi)/2, refreshed when the class learns a row
+    cdef cnp.ndarray _gmean, _ginv, _glog
     cdef cnp.ndarray _offset, _numeric_index
     cdef double[::1] _scores
+    # predict(x) keeps the scores it computed; learn(x) of the same row starts from them
+    cdef double[:, ::1] _cache
+    cdef unsigned char[::1] _cached
+    cdef double[::1] _cache_x
 
     def __init__(self, int n_learners, int n_classes, values):
         values = np.ascontiguousarray(values, dtype=np.int64)
@@ -57,9 +64,15 @@ cdef class NBABank:
         self.s0 = np.zeros((N, max(numeric, 1), k))
         self.s1 = np.zeros((N, max(numeric, 1), k))
         self.s2 = np.zeros((N, max(numeric, 1), k))
+        self._gmean = np.zeros((N, max(numeric, 1), k))
+        self._ginv = np.zeros((N, max(numeric, 1), k))
+        self._glog = np.zeros((N, max(numeric, 1), k))
         self.mc_right = np.zeros(N)
         self.nb_right = np.zeros(N)
         self._scores = np.empty(k)
+        self._cache = np.empty((N, k))
+        self._cached = np.zeros(N, dtype=np.uint8)
+        self._cache_x = np.full(self.d, np.nan)
 
     cdef int _majority(self, idx_t n) noexcept nogil:
         cdef const double* cw = <const double*> cnp.PyArray_DATA(self.class_weight) + n * self.n_classes
@@ -70,74 +83,115 @@ cdef class NBABank:
                 best = <int> c
         return best
 
-    cdef int _naive_bayes(self, idx_t n, const double* x) noexcept nogil:
-        """Argmax over classes with weight of log P(c) + sum_j log P(x_j | c); -1 if no class has weight."""
-        cdef idx_t k = self.n_classes, c, j, m
+    cdef double _class_score(self, idx_t n, const double* x, idx_t c) noexcept nogil:
+        """log w_c + sum_j log P(x_j | c), or -inf for a class without weight.
+
+        Naive Bayes' log prior is log(w_c / W); the common -log W changes no
+        argmax, and leaving it out makes a class's score depend on its own
+        statistics only: learning a row of class c changes score c alone.
+        """
+        cdef idx_t k = self.n_classes, j, m
         cdef const double* cw = <const double*> cnp.PyArray_DATA(self.class_weight) + n * k
         cdef const double* nom = <const double*> cnp.PyArray_DATA(self.nominal) + n * max(self.n_nominal_cells, 1) * k
         cdef idx_t nn = max(self.n_numeric, 1)
         cdef const double* S0 = <const double*> cnp.PyArray_DATA(self.s0) + n * nn * k
-        cdef const double* S1 = <const double*> cnp.PyArray_DATA(self.s1) + n * nn * k
-        cdef const double* S2 = <const double*> cnp.PyArray_DATA(self.s2) + n * nn * k
+        cdef const double* GM = <const double*> cnp.PyArray_DATA(self._gmean) + n * nn * k
+        cdef const double* GI = <const double*> cnp.PyArray_DATA(self._ginv) + n * nn * k
+        cdef const double* GL = <const double*> cnp.PyArray_DATA(self._glog) + n * nn * k
         cdef const long long* off = <const long long*> cnp.PyArray_DATA(self._offset)
         cdef const long long* num = <const long long*> cnp.PyArray_DATA(self._numeric_index)
         cdef const long long* vals = <const long long*> cnp.PyArray_DATA(self.values)
-        cdef double total = 0.0, s, w, mean, var, z, best_score = -INFINITY
-        cdef int best = -1
+        cdef double s, w, z
         cdef long long v
-        for c in range(k):
-            total += cw[c]
-        if total <= 0:
-            return -1
-        for c in range(k):
-            if cw[c] <= 0:
+        if cw[c] <= 0:
+            return -INFINITY
+        s = log(cw[c])
+        for j in range(self.d):
+            if isnan(x[j]):
                 continue
-            s = log(cw[c] / total)
-            for j in range(self.d):
-                if isnan(x[j]):
-                    continue
-                if vals[j] > 0:
-                    v = <long long> x[j]
-                    w = nom[(off[j] + v) * k + c] if 0 <= v < vals[j] else 0.0
-                    s += log((w + 1.0) / (cw[c] + vals[j]))
-                else:
-                    m = num[j]
-                    w = S0[m * k + c]
-                    if w <= 0:
-                        continue  # no value of this feature seen with class c: it says nothing
-                    mean = S1[m * k + c] / w
-                    var = S2[m * k + c] / w - mean * mean
-                    var = (var if var > 0 else 0.0) + _VAR_FLOOR
-                    z = x[j] - mean
-                    s += -0.5 * z * z / var - 0.5 * log(var) - _HALF_LOG_2PI
-            if s > best_score:
-                best_score, best = s, <int> c
+            if vals[j] > 0:
+                v = <long long> x[j]
+                w = nom[(off[j] + v) * k + c] if 0 <= v < vals[j] else 0.0
+                s += log((w + 1.0) / (cw[c] + vals[j]))
+            else:
+                m = num[j]
+                if S0[m * k + c] <= 0:
+                    continue  # no value of this feature seen with class c: it says nothing
+                z = x[j] - GM[m * k + c]
+                s += -0.5 * z * z * GI[m * k + c] + GL[m * k + c]
+        return s
+
+    cdef int _best(self, const double* scores) noexcept nogil:
+        """The first class of the largest finite score; -1 if none is finite (no class has weight)."""
+        cdef idx_t c
+        cdef int best = -1
+        cdef double top = -INFINITY
+        for c in range(self.n_classes):
+            if scores[c] > top:
+                top, best = scores[c], <int> c
         return best
+
+    cdef int _naive_bayes(self, idx_t n, const double* x) noexcept nogil:
+        """Naive Bayes' class for x; -1 if the learner has learnt nothing."""
+        cdef idx_t c
+        cdef double* sc = &self._scores[0]
+        for c in range(self.n_classes):
+            sc[c] = self._class_score(n, x, c)
+        return self._best(sc)
 
     cdef int _predict(self, idx_t n, const double* x) noexcept nogil:
         cdef int nb
+        cdef idx_t c
         cdef const double* mc = <const double*> cnp.PyArray_DATA(self.mc_right)
         cdef const double* nbr = <const double*> cnp.PyArray_DATA(self.nb_right)
         if nbr[n] >= mc[n]:
-            nb = self._naive_bayes(n, x)
+            for c in range(self.n_classes):
+                self._cache[n, c] = self._class_score(n, x, c)
+            self._cached[n] = 1
+            nb = self._best(&self._cache[n, 0])
             return nb if nb >= 0 else 0
         return self._majority(n)
 
+    cdef bint _same_row(self, const double* x) noexcept nogil:
+        """x is the row of the last predict (bit for bit; NaN equals NaN): its cached scores hold."""
+        cdef idx_t j
+        cdef const unsigned char* a
+        cdef const unsigned char* b
+        a = <const unsigned char*> x
+        b = <const unsigned char*> &self._cache_x[0]
+        for j in range(self.d * 8):
+            if a[j] != b[j]:
+                return False
+        return True
+
+    cdef void _forget(self) noexcept nogil:
+        cdef idx_t n
+        for n in range(self.n_learners):
+            self._cached[n] = 0
+
     def predict(self, const double[::1] x, cls_t[::1] out):
         """Every learner's class for the row ``x`` (d values) into ``out`` (N)."""
-        cdef idx_t n
+        cdef idx_t n, j
         if x.shape[0] != self.d or out.shape[0] != self.n_learners:
             raise ValueError("x must have d values and out N entries")
+        self._forget()
+        for j in range(self.d):
+            self._cache_x[j] = x[j]
         for n in range(self.n_learners):
             out[n] = self._predict(n, &x[0])
 
-    cdef void _learn(self, idx_t n, const double* x, int label, double weight) noexcept nogil:
+    cdef void _learn(self, idx_t n, const double* x, int label, double weight, double* scores) noexcept nogil:
+        """Learn (x, label, weight); ``scores`` holds every class's score for x and is kept up to date."""
         cdef idx_t k = self.n_classes, j, m, nn = max(self.n_numeric, 1)
         cdef double* cw = <double*> cnp.PyArray_DATA(self.class_weight) + n * k
         cdef double* nom = <double*> cnp.PyArray_DATA(self.nominal) + n * max(self.n_nominal_cells, 1) * k
         cdef double* S0 = <double*> cnp.PyArray_DATA(self.s0) + n * nn * k
         cdef double* S1 = <double*> cnp.PyArray_DATA(self.s1) + n * nn * k
         cdef double* S2 = <double*> cnp.PyArray_DATA(self.s2) + n * nn * k
+        cdef double* GM = <double*> cnp.PyArray_DATA(self._gmean) + n * nn * k
+        cdef double* GI = <double*> cnp.PyArray_DATA(self._ginv) + n * nn * k
+        cdef double* GL = <double*> cnp.PyArray_DATA(self._glog) + n * nn * k
+        cdef double mean, var
         cdef const long long* off = <const long long*> cnp.PyArray_DATA(self._offset)
         cdef const long long* num = <const long long*> cnp.PyArray_DATA(self._numeric_index)
         cdef const long long* vals = <const long long*> cnp.PyArray_DATA(self.values)
@@ -146,14 +200,12 @@ cdef class NBABank:
         cdef double total = 0.0
         cdef long long v
         cdef idx_t c
-        cdef int nb
         for c in range(k):
             total += cw[c]
         # scored before it is learnt, as the adaptive leaf does
         if total > 0 and self._majority(n) == label:
             mc[n] += weight
-        nb = self._naive_bayes(n, x)
-        if nb >= 0 and nb == label:
+        if self._best(scores) == label:
             nbr[n] += weight
         cw[label] += weight
         for j in range(self.d):
@@ -168,6 +220,22 @@ cdef class NBABank:
                 S0[m * k + label] += weight
                 S1[m * k + label] += weight * x[j]
                 S2[m * k + label] += weight * x[j] * x[j]
+                mean = S1[m * k + label] / S0[m * k + label]
+                var = S2[m * k + label] / S0[m * k + label] - mean * mean
+                var = (var if var > 0 else 0.0) + _VAR_FLOOR
+                GM[m * k + label] = mean
+                GI[m * k + label] = 1.0 / var
+                GL[m * k + label] = -0.5 * log(var) - _HALF_LOG_2PI
+        scores[label] = self._class_score(n, x, label)  # the only score the row changed
+
+    cdef void _start(self, idx_t n, const double* x, bint same, double* scores) noexcept nogil:
+        cdef idx_t c
+        if same and self._cached[n]:
+            for c in range(self.n_classes):
+                scores[c] = self._cache[n, c]
+        else:
+            for c in range(self.n_classes):
+                scores[c] = self._class_score(n, x, c)
 
     def learn(self, const double[::1] x, const double[:, ::1] P, int first=0):
         """Learner n learns x with every label l of weight ``P[n + first, l] > 0`` (fractional relabelling).
@@ -178,10 +246,14 @@ cdef class NBABank:
         cdef idx_t n, l
         if x.shape[0] != self.d or P.shape[1] != self.n_classes or P.shape[0] < self.n_learners + first:
             raise ValueError("x must have d values and P at least N rows of k weights")
+        cdef double* sc = &self._scores[0]
+        cdef bint same = self._same_row(&x[0])
         for n in range(self.n_learners):
+            self._start(n, &x[0], same, sc)
             for l in range(self.n_classes):
                 if P[n + first, l] > 0:
-                    self._learn(n, &x[0], <int> l, P[n + first, l])
+                    self._learn(n, &x[0], <int> l, P[n + first, l], sc)
+        self._forget()  # the statistics moved: the scores of predict no longer hold
 
     def learn_labels(self, const double[::1] x, const cls_t[::1] labels, double weight=1.0):
         """Learner n learns x with label ``labels[n]`` (random relabelling), weight ``weight``."""
@@ -191,5 +263,9 @@ cdef class NBABank:
         for n in range(self.n_learners):
             if not 0 <= labels[n] < self.n_classes:
                 raise ValueError(f"label {labels[n]} outside 0..{self.n_classes - 1}")
+        cdef double* sc = &self._scores[0]
+        cdef bint same = self._same_row(&x[0])
         for n in range(self.n_learners):
-            self._learn(n, &x[0], labels[n], weight)
+            self._start(n, &x[0], same, sc)
+            self._learn(n, &x[0], labels[n], weight, sc)
+        self._forget()

@@ -28,7 +28,7 @@ class Leaf:
         for c in range(self.k):
             if self.cw[c] <= 0:
                 continue
-            s = math.log(self.cw[c] / total)
+            s = math.log(self.cw[c])  # log prior log(cw/total) less the common log(total): the same argmax
             for j, v in enumerate(x):
                 if math.isnan(v):
                     continue
@@ -41,7 +41,8 @@ class Leaf:
                         continue
                     mean = m[1] / m[0]
                     var = max(m[2] / m[0] - mean * mean, 0.0) + _nba.VAR_FLOOR
-                    s += -0.5 * (v - mean) ** 2 / var - 0.5 * math.log(var) - 0.5 * math.log(2 * math.pi)
+                    z = v - mean
+                    s += -0.5 * z * z * (1.0 / var) + (-0.5 * math.log(var) - 0.5 * math.log(2 * math.pi))
             if s > best_score:
                 best, best_score = c, s
         return best
@@ -133,3 +134,18 @@ def test_bank_rejects_bad_shapes():
         bank.predict(np.zeros(2), np.empty(2, dtype=np.int32))
     with pytest.raises(ValueError):
         bank.learn_labels(np.zeros(1), np.array([0, 3], dtype=np.int32))
+
+
+def test_scores_kept_by_predict_serve_only_the_same_row():
+    """learn(x) after predict(x) starts from predict's scores; after predict of another row it recomputes."""
+    rng = np.random.default_rng(9)
+    X, y, values = _stream("mixed", rng, 80, 3)
+    a, b = _nba.NBABank(4, 3, values), _nba.NBABank(4, 3, values)
+    out = np.empty(4, dtype=np.int32)
+    for t in range(1, 80):
+        labels = np.full(4, y[t], dtype=np.int32)
+        a.predict(np.ascontiguousarray(X[t - 1]), out)  # another row: its scores must not be used
+        a.learn_labels(np.ascontiguousarray(X[t]), labels)
+        b.learn_labels(np.ascontiguousarray(X[t]), labels)
+    for name in ("class_weight", "mc_right", "nb_right", "s0", "s1", "s2", "nominal"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
