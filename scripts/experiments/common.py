@@ -104,6 +104,21 @@ def synth_longservedio(workdir: Path, n: int, noise: float, seed: int) -> Path:
     return out
 
 
+def amazon_reviews(data_dir: Path, out: Path, domains: Sequence[str], vocab_size: int) -> Path:
+    """The Amazon multi-domain reviews of ``domains``, converted once to ``out``.
+
+    Bag-of-words counts over the ``vocab_size`` tokens that occur in the most
+    reviews, one domain per directory (``mpiboost convert --format amazon
+    --domain-per-file``); labels from the positive/negative files.
+    """
+    if not out.exists():
+        src = data_dir / "amazon-multidomain-sentiment"
+        files = [src / dom / f"{s}.review" for dom in domains for s in ("positive", "negative")]
+        run([*MPIBOOST, "convert", *files, "--format", "amazon", "--vocab-size", vocab_size, "--domain-per-file",
+             "--out", out])
+    return out
+
+
 def read_xy(path: Path) -> tuple[np.ndarray, np.ndarray]:
     import h5py
 

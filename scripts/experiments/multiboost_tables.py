@@ -138,12 +138,8 @@ def sentiment(args) -> dict:
     """Books, dvd and electronics with one vocabulary, as one array with a domain column."""
     out = args.workdir / "data" / "sentiment"
     out.mkdir(parents=True, exist_ok=True)
-    src = args.data_dir / "amazon-multidomain-sentiment"
-    path = out / f"sentiment-v{args.vocab_size}.h5"
-    if not path.exists():
-        files = [src / d / f"{s}.review" for d in SENTIMENT_DOMAINS for s in ("positive", "negative")]
-        C.run([*C.MPIBOOST, "convert", *files, "--format", "amazon", "--vocab-size", args.vocab_size,
-               "--domain-per-file", "--out", path])
+    path = C.amazon_reviews(args.data_dir, out / f"sentiment-v{args.vocab_size}.h5", SENTIMENT_DOMAINS,
+                            args.vocab_size)
     data = _read(path)
     data["feature_names"] = None  # 5,000 names do not fit an HDF5 attribute; the file keeps its vocabulary
     return data

@@ -297,7 +297,7 @@ def render(args, rec: C.Records, ranked: list[dict], picks: list[dict]) -> str:
     # Final test.
     noises = [NOISE, *args.also_noise]
     head = ["setting (chosen on validation)"] + [f"noise {100 * p:g}%" for p in noises] + ["wall s (10%)"]
-    rows = [[f"paper: Dist.SmoothBoost (ε=0.1, T=100)"] + [PAPER.get(p, {}).get("smoothboost", "–") for p in noises] + ["–"]]
+    rows = [["paper: Dist.SmoothBoost (ε=0.1, T=100)"] + [PAPER.get(p, {}).get("smoothboost", "–") for p in noises] + ["–"]]
     t1 = C.Records(args.workdir / "results" / f"table1_n{args.n_train}.jsonl", fresh=False)
     for mode in args.modes:
         rs = [r for r in t1.select(method=f"smoothboost/{mode}", n_train=args.n_train) if r["seed"] in args.seeds]

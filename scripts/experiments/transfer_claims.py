@@ -182,12 +182,7 @@ def amazon(args, rec: C.Records, comm) -> None:
 
     d = args.workdir / "data" / "amazon"
     d.mkdir(parents=True, exist_ok=True)
-    full = d / f"amazon-v{args.vocab_size}.h5"
-    if not full.exists():
-        src = args.data_dir / "amazon-multidomain-sentiment"
-        files = [src / dom / f"{s}.review" for dom in DOMAINS for s in ("positive", "negative")]
-        C.run([*C.MPIBOOST, "convert", *files, "--format", "amazon", "--vocab-size", args.vocab_size,
-               "--domain-per-file", "--out", full])
+    full = C.amazon_reviews(args.data_dir, d / f"amazon-v{args.vocab_size}.h5", DOMAINS, args.vocab_size)
     with h5py.File(full, "r") as f:
         X, y, dom = f["X"][...], f["y"][...], f["domain"][...]
     X = X.astype(np.uint8) if X.max() <= 255 else X  # counts: lossless, 4x smaller files
