@@ -255,17 +255,61 @@ cdef class NBABank:
                     self._learn(n, &x[0], <int> l, P[n + first, l], sc)
         self._forget()  # the statistics moved: the scores of predict no longer hold
 
-    def learn_labels(self, const double[::1] x, const cls_t[::1] labels, double weight=1.0):
-        """Learner n learns x with label ``labels[n]`` (random relabelling), weight ``weight``."""
+    def learn_labels(self, const double[::1] x, const cls_t[::1] labels, double weight=1.0, weights=None):
+        """Learner n learns x with label ``labels[n]`` (random relabelling) of weight ``weight``.
+
+        ``weights`` (N values) gives each learner its own weight instead; a
+        learner whose weight is 0 learns nothing (the baselines' sampled or
+        cost-weighted updates).
+        """
         cdef idx_t n
+        cdef const double[::1] w
         if x.shape[0] != self.d or labels.shape[0] != self.n_learners:
             raise ValueError("x must have d values and labels N entries")
         for n in range(self.n_learners):
             if not 0 <= labels[n] < self.n_classes:
                 raise ValueError(f"label {labels[n]} outside 0..{self.n_classes - 1}")
+        if weights is None:
+            w = np.full(self.n_learners, weight)
+        else:
+            w = np.ascontiguousarray(weights, dtype=np.float64)
+            if w.shape[0] != self.n_learners or not np.all(np.isfinite(w)) or np.any(np.asarray(w) < 0):
+                raise ValueError("weights must be N finite values >= 0")
         cdef double* sc = &self._scores[0]
         cdef bint same = self._same_row(&x[0])
         for n in range(self.n_learners):
-            self._start(n, &x[0], same, sc)
-            self._learn(n, &x[0], labels[n], weight, sc)
+            if w[n] > 0:
+                self._start(n, &x[0], same, sc)
+                self._learn(n, &x[0], labels[n], w[n], sc)
+        self._forget()
+
+    STATE = ("class_weight", "nominal", "s0", "s1", "s2", "mc_right", "nb_right")
+
+    def get_state(self):
+        """The learners' statistics (copies): what a saved model holds, in learner order."""
+        return {name: np.array(getattr(self, name)) for name in self.STATE}
+
+    def set_state(self, state):
+        """Take the statistics of :meth:`get_state` (shapes checked; the Gaussians are recomputed)."""
+        cdef idx_t n, m, c, k = self.n_classes, nn = max(self.n_numeric, 1)
+        cdef double mean, var
+        for name in self.STATE:
+            have, want = np.asarray(state[name]), getattr(self, name)
+            if have.shape != want.shape:
+                raise ValueError(f"{name} has shape {have.shape}, expected {want.shape}")
+            if not np.all(np.isfinite(have)) or (name != "s1" and np.any(have < 0)):
+                raise ValueError(f"{name} holds a negative or non-finite value")
+            want[...] = have
+        cdef double[:, :, ::1] S0 = self.s0, S1 = self.s1, S2 = self.s2
+        cdef double[:, :, ::1] GM = self._gmean, GI = self._ginv, GL = self._glog
+        for n in range(self.n_learners):
+            for m in range(nn):
+                for c in range(k):
+                    if S0[n, m, c] > 0:
+                        mean = S1[n, m, c] / S0[n, m, c]
+                        var = S2[n, m, c] / S0[n, m, c] - mean * mean
+                        var = (var if var > 0 else 0.0) + _VAR_FLOOR
+                        GM[n, m, c], GI[n, m, c], GL[n, m, c] = mean, 1.0 / var, -0.5 * log(var) - _HALF_LOG_2PI
+                    else:
+                        GM[n, m, c] = GI[n, m, c] = GL[n, m, c] = 0.0
         self._forget()

@@ -149,3 +149,52 @@ def test_scores_kept_by_predict_serve_only_the_same_row():
         b.learn_labels(np.ascontiguousarray(X[t]), labels)
     for name in ("class_weight", "mc_right", "nb_right", "s0", "s1", "s2", "nominal"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+
+
+@pytest.mark.parametrize("kind", ["nominal", "numeric", "mixed"])
+def test_per_learner_weights_match_the_python_leaves(kind):
+    """learn_labels(weights=): each learner its own weight; weight 0 learns nothing."""
+    rng = np.random.default_rng(3 + len(kind))
+    k, N, n = 3, 5, 100
+    X, y, values = _stream(kind, rng, n, k)
+    bank = _nba.NBABank(N, k, values)
+    leaves = [Leaf(k, values) for _ in range(N)]
+    pred = np.empty(N, dtype=np.int32)
+    for t in range(n):
+        x = np.ascontiguousarray(X[t])
+        bank.predict(x, pred)
+        assert pred.tolist() == [leaf.predict(X[t]) for leaf in leaves], t
+        w = rng.choice([0.0, 0.3, 1.0, 4.0], N)
+        labels = np.full(N, y[t], dtype=np.int32)
+        bank.learn_labels(x, labels, weights=w)
+        for leaf, wi in zip(leaves, w):
+            if wi > 0:
+                leaf.learn(X[t], int(y[t]), float(wi))
+    np.testing.assert_allclose(bank.class_weight, [leaf.cw for leaf in leaves], rtol=1e-12)
+    with pytest.raises(ValueError):
+        bank.learn_labels(np.ascontiguousarray(X[0]), labels, weights=np.full(N, -1.0))
+
+
+def test_state_round_trip_predicts_and_learns_the_same():
+    """A bank rebuilt from get_state() is the same learner bit for bit (what a saved model relies on)."""
+    rng = np.random.default_rng(11)
+    X, y, values = _stream("mixed", rng, 90, 3)
+    a = _nba.NBABank(4, 3, values)
+    for t in range(60):
+        a.learn_labels(np.ascontiguousarray(X[t]), np.full(4, y[t], dtype=np.int32))
+    b = _nba.NBABank(4, 3, values)
+    b.set_state(a.get_state())
+    oa, ob = np.empty(4, dtype=np.int32), np.empty(4, dtype=np.int32)
+    for t in range(60, 90):
+        x = np.ascontiguousarray(X[t])
+        a.predict(x, oa)
+        b.predict(x, ob)
+        assert oa.tolist() == ob.tolist()
+        for bank in (a, b):
+            bank.learn_labels(x, np.full(4, y[t], dtype=np.int32))
+    for name, value in a.get_state().items():
+        np.testing.assert_array_equal(value, b.get_state()[name], err_msg=name)
+    bad = a.get_state()
+    bad["s0"] = bad["s0"][:1]
+    with pytest.raises(ValueError):
+        b.set_state(bad)
