@@ -1,96 +1,67 @@
-"""Online agnostic multiclass boosting (Algorithm 1), one prequential pass over a stream.
+"""Online agnostic multiclass boosting (Algorithm 1 of the paper on online agnostic boosting).
 
 For each example: every weak learner predicts (cached labels l_i); the vote
-counts v project to the booster's distribution ``D = proj(v / (gamma N))``;
-the prediction is a draw from D (``randomized``) or its argmax; then the label
-is revealed, the OCO chain p^1..p^{N+1} is computed from the cached labels
-(:func:`mpiboost._ext._simplex.ogd_chain`, ``eta = gamma / sqrt(N)``) and
-learner i learns the example relabelled by p^i: every label with its weight
-(``fractional``) or one label drawn from p^i (``random``).
+counts v project to the booster's distribution ``D = proj(v / (gamma N))``
+(Euclidean projection onto the simplex); the prediction is a draw from D, or
+its argmax. Then the label y is revealed and the online-convex-optimisation
+chain p^1..p^{N+1} is computed from the cached labels alone
+(:func:`mpiboost._ext._simplex.ogd_chain`: p^1 uniform, step
+``-(2 eta / gamma) e_{l_i} + 2 eta e_y`` then the projection,
+``eta = gamma / sqrt(N)``, the chain restarted every example); learner i
+learns the example relabelled by p^i: every label with its weight
+(``fractional``, the paper's rule) or one label drawn from p^i (``random``,
+what the authors' code runs).
 
-Random draws come from an RNG keyed by (seed, example index), so a run is
-reproducible and does not depend on how the stream is cut.
+At gamma = 1 a right learner moves nothing and D is the plain vote share;
+with two classes this is the binary online agnostic booster of Brukhim,
+Chen, Hazan and Moran (2020).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from .._ext import _nba, _simplex
+from .._ext import _simplex
+from ..boost.base import Param
+from .base import OnlineBooster, Update, draw
 
 RELABEL = ("fractional", "random")
 
-
-@dataclass
-class StreamResult:
-    """What a prequential pass measured (fractions of the examples)."""
-
-    acc_test: float  # randomized predictions right, last ``test_fraction`` of the stream
-    acc_all: float  # randomized predictions right, whole stream
-    exp_test: float  # mean D[y] on the test part: the expected accuracy of the randomized rule
-    argmax_test: float  # argmax D right, test part
-    n: int
+N_LEARNERS = Param("n_learners", int, 100, "weak learners N (online naive-Bayes-adaptive leaves)", low=1,
+                   high=100_000)
+GAMMA = Param("gamma", float, 0.5, "the weak learners' assumed advantage gamma: D = proj(votes / (gamma N)), "
+              "OGD step eta = gamma / sqrt(N)", low=0.0, low_open=True, high=1.0)
 
 
-def _draw(P: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Row r's class drawn from the distribution ``P[r]`` with the uniform number ``u[r]`` (inverse CDF)."""
-    cdf = np.cumsum(P, axis=1)
-    cut = u * cdf[:, -1]
-    return np.minimum((cdf <= cut[:, None]).sum(axis=1), P.shape[1] - 1).astype(np.int32)
+class OnlineAgnostic(OnlineBooster):
+    name = "online-agnostic"
+    summary = "online agnostic multiclass boosting: projected vote, OGD relabelling restarted every example"
+    parameters = (
+        N_LEARNERS,
+        GAMMA,
+        Param("relabel", str, "fractional", "how a learner is taught an example: every label with its weight in "
+              "the learner's OGD point p^i (fractional, the paper's rule) or one label drawn from p^i (random, the "
+              "authors' code)", choices=RELABEL),
+    )
 
+    def __init__(self, n_classes, params=None, seed=0):
+        super().__init__(n_classes, params, seed)
+        self.gamma = float(self.params["gamma"])
+        self.eta = self.gamma / math.sqrt(self.n_learners)
+        self._votes = np.empty(self.n_classes)
+        self._P = np.empty((self.n_learners + 1, self.n_classes))
 
-def prequential(X: np.ndarray, y: np.ndarray, values, n_classes: int, *, n_learners: int = 100,
-                gamma: float = 0.5, relabel: str = "fractional", seed: int = 0,
-                test_fraction: float = 0.2) -> StreamResult:
-    """One pass of Algorithm 1 over the rows of ``X`` in order; predicted, then learnt.
+    def distribution(self, labels, t):
+        D = np.empty(self.n_classes)
+        votes = np.bincount(labels, minlength=self.n_classes).astype(np.float64)
+        _simplex.project(votes / (self.gamma * self.n_learners), D)
+        return D
 
-    Parameters
-    ----------
-    X : ndarray, shape (n, d)
-        Features; nominal ones hold value indices ``0 .. values[j] - 1``, NaN is missing.
-    y : ndarray of int, shape (n,)
-        Class indices ``0 .. n_classes - 1``.
-    values : sequence of int
-        Per feature, its number of nominal values, or 0 for a numeric feature.
-    n_classes, n_learners, gamma, relabel, seed
-        k, N, the advantage (0, 1], ``fractional`` or ``random``, the RNG seed.
-    test_fraction : float
-        The last part of the stream whose accuracy is ``acc_test`` (0.2 in the paper's protocol).
-    """
-    if relabel not in RELABEL:
-        raise ValueError(f"relabel must be one of {RELABEL}, not {relabel!r}")
-    if not 0 < gamma <= 1:
-        raise ValueError(f"gamma must be in (0, 1], got {gamma}")
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
-    n, k, N = X.shape[0], int(n_classes), int(n_learners)
-    bank = _nba.NBABank(N, k, values)
-    labels = np.empty(N, dtype=np.int32)
-    P = np.empty((N + 1, k))
-    votes = np.empty(k)
-    D = np.empty(k)
-    eta = gamma / math.sqrt(N)
-    start = n - int(round(test_fraction * n))
-    right = np.zeros(n, dtype=bool)
-    expected = np.zeros(n)
-    argmax_right = np.zeros(n, dtype=bool)
-    for t in range(n):
-        x = X[t]
-        rng = np.random.default_rng([seed, t])
-        bank.predict(x, labels)
-        votes[:] = np.bincount(labels, minlength=k)
-        _simplex.project(votes / (gamma * N), D)
-        yt = int(y[t])
-        right[t] = int(_draw(D[None, :], rng.random(1))[0]) == yt
-        expected[t] = D[yt]
-        argmax_right[t] = int(np.argmax(D)) == yt
-        _simplex.ogd_chain(labels, yt, gamma, eta, P)
-        if relabel == "fractional":
-            bank.learn(x, P)
-        else:
-            bank.learn_labels(x, _draw(P[:N], rng.random(N)))
-    test = slice(start, n)
-    return StreamResult(acc_test=float(right[test].mean()), acc_all=float(right.mean()),
-                        exp_test=float(expected[test].mean()), argmax_test=float(argmax_right[test].mean()), n=n)
+    def update(self, labels, y, t, rng):
+        P = self._P
+        _simplex.ogd_chain(labels, int(y), self.gamma, self.eta, P)
+        if self.params["relabel"] == "fractional":
+            return Update(P=P[: self.n_learners])
+        return Update(labels=draw(P[: self.n_learners], rng.random(self.n_learners)),
+                      weights=np.ones(self.n_learners))

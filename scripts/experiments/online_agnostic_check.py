@@ -22,7 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C  # noqa: E402
 
-from mpiboost.online.agnostic import RELABEL, prequential  # noqa: E402
+from mpiboost.online.agnostic import RELABEL  # noqa: E402
+from mpiboost.online.driver import prequential  # noqa: E402
 
 
 def load(name: str, root: Path):
