@@ -24,31 +24,13 @@ import common as C  # noqa: E402
 
 from mpiboost.online.agnostic import RELABEL  # noqa: E402
 from mpiboost.online.driver import prequential  # noqa: E402
-
-
-def load(name: str, root: Path):
-    """(X, y, values per feature, classes): nominal features as value indices, sorted value names."""
-    if name == "yeast":
-        rows = [line.split() for line in (root / "yeast" / "yeast.data").read_text().splitlines() if line.strip()]
-        labels, feats = [r[-1] for r in rows], [r[1:-1] for r in rows]
-    else:
-        path = root / "balance-scale" / "balance-scale.data" if name == "balance-scale" else root / "car" / "car.data"
-        rows = [line.strip().split(",") for line in path.read_text().splitlines() if line.strip()]
-        labels, feats = ([r[0] for r in rows], [r[1:] for r in rows]) if name == "balance-scale" else \
-            ([r[-1] for r in rows], [r[:-1] for r in rows])
-    classes = sorted(set(labels))
-    y = np.array([classes.index(v) for v in labels])
-    if name == "yeast":
-        return np.array(feats, dtype=float), y, [0] * len(feats[0]), len(classes)
-    vals = [sorted(set(col)) for col in zip(*feats)]
-    X = np.array([[vals[j].index(v) for j, v in enumerate(r)] for r in feats], dtype=float)
-    return X, y, [len(v) for v in vals], len(classes)
+from online_data import NAMES, load  # noqa: E402  (the loaders of the seven data sets)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--datasets", nargs="+", default=["balance-scale", "car", "yeast"],
-                   choices=["balance-scale", "car", "yeast"])
+                   choices=list(NAMES))
     p.add_argument("--data-dir", type=Path, default=C.DATASETS)
     p.add_argument("--gammas", type=float, nargs="+", default=[0.1, 0.3, 0.5, 0.7, 1.0])
     p.add_argument("--learners", type=int, default=100)
@@ -56,19 +38,19 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     rows = []
     for name in args.datasets:
-        X, y, values, k = load(name, args.data_dir)
+        X, y, values, k, _ = load(name, args.data_dir)
         for relabel in RELABEL:
             best = None
             for gamma in args.gammas:
                 t0, res = time.perf_counter(), []
                 for s in range(args.shuffles):
                     perm = np.random.default_rng(1000 + s).permutation(len(y))
-                    res.append(prequential(X[perm], y[perm], values, k, n_learners=args.learners, gamma=gamma,
-                                           relabel=relabel, seed=s))
+                    res.append(prequential(X[perm], y[perm], values, k, seed=s, params={
+                        "n_learners": args.learners, "gamma": gamma, "relabel": relabel}))
                 us = (time.perf_counter() - t0) / args.shuffles / len(y) * 1e6
-                acc = float(np.mean([r.acc_test for r in res]))
+                acc = float(np.mean([r["acc_test"] for r in res]))
                 if best is None or acc > best[1]:
-                    best = (gamma, acc, float(np.mean([r.argmax_test for r in res])), us)
+                    best = (gamma, acc, float(np.mean([r["argmax_test"] for r in res])), us)
             rows.append([name, k, relabel, best[0], f"{100 * best[1]:.1f}", f"{100 * best[2]:.1f}", f"{best[3]:.0f}"])
             C.log(f"{name} {relabel}: gamma {best[0]} acc_test {100 * best[1]:.1f}")
     C.publish(C.markdown_table(["data", "k", "relabel", "best gamma", "acc_test %", "argmax %", "µs/example"], rows))
