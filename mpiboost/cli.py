@@ -202,10 +202,15 @@ def _start(args: argparse.Namespace):
 def _load_model(comm, args: argparse.Namespace):
     """Collective: the model of ``--model`` (cut to ``--rounds``), checked against the ``--data`` files' width."""
     from .data.format import inspect
-    from .model import Model
+    from .online.model import load_any
 
     with comm.collective_guard():
-        model = _truncate(Model.load(args.model), args.rounds)
+        model = load_any(args.model)
+        if getattr(model, "kind", None) == "online":
+            if args.rounds:
+                raise InputError(f"--rounds: {args.model} is an online booster's model, which has no rounds")
+        else:
+            model = _truncate(model, args.rounds)
         for path in args.data:
             d = inspect(path).d
             if d != model.n_features:
@@ -261,9 +266,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 @_serial
 def cmd_export(args: argparse.Namespace) -> int:
-    from .model import Model
+    from .online.model import load_any
 
-    print(Model.load(args.model).to_json())
+    print(load_any(args.model).to_json())
     return 0
 
 

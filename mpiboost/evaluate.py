@@ -7,7 +7,7 @@ import numpy as np
 
 from .atomic import atomic_path
 from .data import labels as lab
-from .data.load import load
+from .data.load import load, load_raw
 from .model import Model, index_of_scores
 
 
@@ -27,7 +27,16 @@ def _task(model: Model) -> str:
     return "binary" if model.output == "sign" else "multiclass"
 
 
+def _index(model, score: np.ndarray) -> np.ndarray:
+    """The predicted class indices of the scores (an online model: the argmax of its distribution)."""
+    return model.index_of(score) if hasattr(model, "index_of") else index_of_scores(score)
+
+
 def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool, unseen=None):
+    if getattr(model, "kind", None) == "online":  # raw features, no bins
+        shard = load_raw(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen,
+                         dedicated_coordinator=dedicated)
+        return shard, model.decision_function(None, shard.X)
     shard = load(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen, bins=model.bins,
                  dedicated_coordinator=dedicated, keep_raw=model.needs_raw)
     return shard, model.decision_function(shard.cols, shard.X)
@@ -72,7 +81,7 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
     task = _task(model)
     unseen: dict = {}
     shard, score = _scores(comm, model, paths, task, dedicated_coordinator, unseen)
-    index = index_of_scores(score)
+    index = _index(model, score)
     truth = np.where(shard.y == 1, 1, np.where(shard.y == -1, 0, -1)) if task == "binary" else shard.y
     wrong = index != truth
     known = truth >= 0
@@ -117,7 +126,7 @@ def predict(
     the second class), per row and class ``(n, K)`` for a multiclass one.
     """
     _, score = _scores(comm, model, paths, None, dedicated_coordinator)
-    out = score if scores else index_of_scores(score)
+    out = score if scores else _index(model, score)
     if comm.size > 1:
         out = comm.gatherv(out)
     if not comm.is_center:

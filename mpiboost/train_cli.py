@@ -22,9 +22,17 @@ DESCRIPTION = (
 
 
 def _algorithms() -> dict:
+    """Every ``--algo``: the batch algorithms and the online boosters (one pass over a stream)."""
     from .boost import ALGORITHMS
+    from .online import ONLINE
 
-    return ALGORITHMS
+    return {**ALGORITHMS, **ONLINE}
+
+
+def _is_online(algo: Optional[str]) -> bool:
+    from .online import ONLINE
+
+    return algo in ONLINE
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -35,7 +43,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", metavar="T.h5",
                    help="transfer: the target domain's rows (with --source; replaces --data); domain 0 is the target")
     p.add_argument("--source", nargs="+", metavar="S.h5", help="transfer: one file per source domain")
-    p.add_argument("--rounds", type=int, required=True, metavar="T", help="boosting rounds")
+    p.add_argument("--rounds", type=int, default=None, metavar="T",
+                   help="boosting rounds (required, except for the online algorithms: one pass over the stream)")
     p.add_argument("--model", required=True, metavar="M.h5", help="output model file (written atomically)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
     p.add_argument("--valid", nargs="+", metavar="V.h5", help="validation files: error reported every round")
@@ -102,6 +111,8 @@ def check_common(args: argparse.Namespace) -> None:
 
     from .train import MAX_ROUNDS
 
+    if args.rounds is None:
+        raise CollectiveError(f"--rounds T is required for {args.algo}")
     if not 1 <= args.rounds <= MAX_ROUNDS:
         raise CollectiveError(f"--rounds must be in 1..{MAX_ROUNDS:,}, got {args.rounds}")
     if not 0 <= args.seed <= MAX_SEED:
@@ -177,6 +188,8 @@ def parser_for(algo: Optional[str]) -> argparse.ArgumentParser:
         allow_abbrev=False,  # --vote must not be read as another algorithm's --vote-from
     )
     _add_common(p)
+    if _is_online(algo):
+        _add_stream_options(p)
     if algo in algos:
         cls = algos[algo]
         group = p.add_argument_group(f"{algo} options", cls.summary)
@@ -184,6 +197,25 @@ def parser_for(algo: Optional[str]) -> argparse.ArgumentParser:
             if param.cli:
                 add_param(group, param)
     return p
+
+
+def _add_stream_options(p: argparse.ArgumentParser) -> None:
+    """The options of every online algorithm: how the stream is read and cut."""
+    g = p.add_argument_group("stream options (the online algorithms)",
+                             "one prequential pass: every example is predicted, then learnt")
+    g.add_argument("--block-size", type=int, default=1, metavar="B",
+                   help="examples predicted by learners frozen at the block's start, then learnt: 1 is the "
+                   "sequential algorithm; a larger B needs one exchange per B examples on several ranks; for a "
+                   "given B the run is the same on any number of ranks (default 1)")
+    g.add_argument("--shuffle", type=int, default=None, metavar="SEED",
+                   help="stream the rows in the order numpy.random.default_rng(SEED).permutation(n) instead of "
+                   "the files' order")
+    g.add_argument("--nominal", default="auto", metavar="auto|none|J,J,...",
+                   help="nominal features (value counts, Laplace-smoothed; the others Gaussian): auto = the "
+                   "features whose values are all integer codes 0..15, none, or 0-based feature indices "
+                   "(default auto)")
+    g.add_argument("--test-fraction", type=float, default=0.2, metavar="F",
+                   help="acc_test is the accuracy of the predictions on the last F of the stream (default 0.2)")
 
 
 def _owners(option: str) -> list:
@@ -229,8 +261,10 @@ def algorithm_params(args: argparse.Namespace) -> dict:
     """The declared parameters given on the command line (plus what --target implies)."""
     from . import boost
 
-    cls = boost.get(args.algo)
+    cls = _algorithms()[args.algo]
     params = {p.name: getattr(args, p.name) for p in cls.parameters if p.cli and getattr(args, p.name, None) is not None}
+    if _is_online(args.algo):
+        return params
     if args.target:
         if "transfer" not in cls.tasks:
             raise CollectiveError(f"--target/--source are for the algorithms with the transfer task "
@@ -291,6 +325,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .outputs import check_outputs
     from .train import check_validation, checkpoint_record, make_algorithm, train
 
+    if _is_online(args.algo):
+        return _train_online(args)
     # Everything that needs no data is checked before MPI starts (every rank alike).
     check_common(args)
     timeout = stall_timeout(args.stall_timeout)
@@ -375,6 +411,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     # agreed: every rank ends with the center's verdict on the writes (exit 2 if one failed)
     comm.check(not message, message)
     return 0
+
+
+def _train_online(args: argparse.Namespace) -> int:
+    from . import watchdog
+    from .comm import world
+    from .online import train as online_train
+
+    online_train.check_options(args)
+    if args.dedicated_coordinator:
+        raise CollectiveError(f"--dedicated-coordinator is not an option of {args.algo}: every rank holds a share "
+                              "of the weak learners")
+    check_threads(args.threads)
+    timeout = stall_timeout(args.stall_timeout)
+    params = algorithm_params(args)
+    comm = world()
+    watchdog.start(comm, timeout)
+    return online_train.run(comm, args, params)
 
 
 def summary_line(s: dict, model_path: str) -> str:

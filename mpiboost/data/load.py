@@ -459,13 +459,15 @@ def load_raw(
     paths: Sequence[str | os.PathLike],
     *,
     task: Optional[str] = "binary",
+    classes: Optional[Sequence] = None,
+    unseen: Optional[dict] = None,
     domains: str = "auto",
     dedicated_coordinator: bool = False,
 ) -> Shard:
     """Collective: like :func:`load` but keep this rank's raw feature values (no binning)."""
     files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
     mode = _domain_mode(files, domains)
-    y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode)
+    y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode, classes, unseen)
     dtype = np.result_type(*[f.x_dtype for f in files])
     X = np.empty((stop - start, files[0].d), dtype=dtype)
     with comm.collective_guard():

@@ -24,7 +24,6 @@ prediction's draw first, then the booster's (random relabelling).
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional
 
