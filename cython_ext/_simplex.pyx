@@ -105,3 +105,23 @@ def ogd_chain(const cls_t[::1] predicted, int y, double gamma, double eta, doubl
             w[k + l] -= down
             w[k + y] += up
             _project(&w[k], k, &P[i + 1, 0], &w[0])
+
+
+cdef inline unsigned long long _mix(unsigned long long z) noexcept nogil:
+    """SplitMix64's finaliser: a bijection of 64-bit words that scrambles every bit."""
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+def uniforms(unsigned long long seed, unsigned long long t, unsigned long long start, double[::1] out):
+    """``out[i]`` = the uniform number in [0, 1) of (seed, stream position t, draw start + i).
+
+    A counter-based generator (SplitMix64 of a key made from the seed and t),
+    so any draw of any example is known without the ones before it: the
+    same numbers whatever the blocks, the ranks or the order of computation.
+    """
+    cdef unsigned long long key = _mix(_mix(seed + 0x9E3779B97F4A7C15ULL) ^ (t * 0xD1B54A32D192ED03ULL))
+    cdef Py_ssize_t i
+    for i in range(out.shape[0]):
+        out[i] = (_mix(key + (start + <unsigned long long> i + 1) * 0x9E3779B97F4A7C15ULL) >> 11) * (1.0 / 9007199254740992.0)

@@ -71,7 +71,42 @@ def algorithms_markdown() -> str:
                 other = cls.declared(p.when[0])
                 allowed = (allowed + "; " if allowed else "") + f"only with `{other.flag} {p.when[1]}`"
             out.append(f"| `{p.flag}` | {kind} | {_cell(p.default)} | {allowed} | {p.help} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _online_markdown()) + "\n"
+
+
+ONLINE_HEADER = """# Online algorithms
+
+An online booster makes one prequential pass over a stream: every example is
+predicted, then learnt. `--data` gives the stream (the files' rows in order, or
+`--shuffle SEED`'s permutation); there is no `--rounds`. The weak learners are
+online naive-Bayes-adaptive leaves (naive Bayes, or the majority class, whichever
+has been right more often). The run prints a JSON summary line (`acc_test`: the
+accuracy of the randomised predictions on the last `--test-fraction` of the
+stream; `acc_all`; `exp_test`: the mean probability of the true class;
+`argmax_test`: the deterministic rule) and saves a model that `predict`,
+`evaluate` and `export` read."""
+
+
+def _online_markdown() -> list:
+    from .online import ONLINE
+    from .train_cli import parser_for
+
+    if not ONLINE:
+        return []
+    out = ["", ONLINE_HEADER, "", "| algorithm | tasks | what it is |", "|---|---|---|"]
+    out += [f"| `{name}` | {', '.join(cls.tasks)} | {cls.summary} |" for name, cls in ONLINE.items()]
+    parser = parser_for(next(iter(ONLINE)))
+    group = next(g for g in parser._action_groups if g.title.startswith("stream options"))
+    out += ["", "## Stream options (every online algorithm)", "", "| option | default | what it does |",
+            "|---|---|---|"]
+    for action in group._group_actions:
+        out.append(f"| `{action.option_strings[0]}` | {_cell(action.default)} | {action.help} |")
+    for name, cls in ONLINE.items():
+        out += ["", f"## `{name}`", "", cls.summary + ".", "",
+                "| option | type | default | allowed | what it does |", "|---|---|---|---|---|"]
+        for p in cls.parameters:
+            out.append(f"| `{p.flag}` | {p.type.__name__} | {_cell(p.default)} | {p.range_text()} | {p.help} |")
+    return out
 
 
 def main() -> int:

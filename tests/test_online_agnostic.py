@@ -23,10 +23,10 @@ def reference(X, y, values, k, N, gamma, relabel, seed):
     eta, out = gamma / math.sqrt(N), []
     for t in range(len(y)):
         x = np.ascontiguousarray(X[t], dtype=np.float64)
-        rng = np.random.default_rng([seed, t])
+        rng = base.StreamRandom(seed, t)
         bank.predict(x, labels)
         _simplex.project(np.bincount(labels, minlength=k) / (gamma * N), D)
-        u = rng.random(1)[0]
+        u = rng.random()
         cdf = np.cumsum(D)
         out.append((min(int((cdf <= u * cdf[-1]).sum()), k - 1), int(np.argmax(D))))
         _simplex.ogd_chain(labels, int(y[t]), gamma, eta, P)

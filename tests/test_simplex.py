@@ -108,3 +108,32 @@ def test_ogd_chain_rejects_bad_input():
         _simplex.ogd_chain(np.array([0, 1], dtype=np.int32), 0, 0.0, 0.1, P)
     with pytest.raises(ValueError):
         _simplex.ogd_chain(np.array([0], dtype=np.int32), 0, 0.5, 0.1, P)
+
+
+def _mix(z):
+    M = (1 << 64) - 1
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+    return z ^ (z >> 31)
+
+
+@pytest.mark.parametrize("seed,t", [(0, 0), (3, 12345), (2**63 - 1, 2**40 + 7)])
+def test_stream_uniforms_match_the_python_twin(seed, t):
+    """The counter-based numbers, written out in Python integers; any window of draws is the same numbers."""
+    M = (1 << 64) - 1
+    key = _mix(_mix((seed + 0x9E3779B97F4A7C15) & M) ^ ((t * 0xD1B54A32D192ED03) & M))
+    want = [(_mix((key + (i + 1) * 0x9E3779B97F4A7C15) & M) >> 11) / 2.0**53 for i in range(40)]
+    out = np.empty(40)
+    _simplex.uniforms(seed, t, 0, out)
+    assert out.tolist() == want
+    part = np.empty(7)
+    _simplex.uniforms(seed, t, 30, part)
+    assert part.tolist() == want[30:37]
+
+
+def test_stream_uniforms_look_uniform():
+    out = np.empty(200_000)
+    _simplex.uniforms(1, 2, 0, out)
+    assert out.min() >= 0 and out.max() < 1
+    counts = np.bincount((out * 10).astype(int), minlength=10)
+    assert np.all(np.abs(counts - 20_000) < 5 * np.sqrt(20_000))

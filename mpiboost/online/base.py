@@ -33,6 +33,7 @@ from typing import ClassVar, Mapping, Optional
 
 import numpy as np
 
+from .._ext import _simplex
 from ..boost.base import Param
 
 
@@ -85,8 +86,8 @@ class OnlineBooster(ABC):
     def update(self, labels: np.ndarray, y: int, t: int, rng: np.random.Generator) -> Update:
         """Example ``t``'s label ``y`` is revealed: advance the state, return what each learner learns.
 
-        ``rng`` is example t's generator, keyed by (seed, t), after the
-        driver's one draw of the randomised prediction.
+        ``rng`` is example t's :class:`StreamRandom`, keyed by (seed, t),
+        after the driver's one draw of the randomised prediction.
         """
 
     def get_state(self) -> dict:
@@ -97,6 +98,29 @@ class OnlineBooster(ABC):
         """Take a state of :meth:`get_state` (shapes checked)."""
         if state:
             raise ValueError(f"{self.name} keeps no state, got {sorted(state)}")
+
+
+class StreamRandom:
+    """Example t's random numbers: ``random(n)`` gives the next n uniforms in [0, 1) of (seed, t).
+
+    Counter-based (:func:`mpiboost._ext._simplex.uniforms`): the numbers of
+    example t depend on the seed and t alone, so they are the same whatever
+    the blocks or ranks, and cost no generator set-up per example. The
+    driver takes the first (the randomised prediction); the booster's
+    :meth:`OnlineBooster.update` gets the rest.
+    """
+
+    __slots__ = ("seed", "t", "used")
+
+    def __init__(self, seed: int, t: int) -> None:
+        self.seed, self.t, self.used = int(seed) & 0xFFFFFFFFFFFFFFFF, int(t), 0
+
+    def random(self, size: Optional[int] = None):
+        n = 1 if size is None else int(size)
+        out = np.empty(n)
+        _simplex.uniforms(self.seed, self.t, self.used, out)
+        self.used += n
+        return float(out[0]) if size is None else out
 
 
 def draw(P: np.ndarray, u: np.ndarray) -> np.ndarray:

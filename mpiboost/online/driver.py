@@ -19,8 +19,9 @@ their part of the update. So
 * a block costs one allgather of B x N class labels (2 bytes each), and the
   prediction and learning work is divided by the number of ranks.
 
-Random draws come from an RNG keyed by (seed, stream position): the
-prediction's draw first, then the booster's (random relabelling).
+Random draws come from a counter-based generator keyed by (seed, stream
+position), :class:`.base.StreamRandom`: the prediction's draw first, then
+the booster's (random relabelling).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from typing import Callable, Iterable, Optional
 import numpy as np
 
 from .._ext import _nba
-from .base import OnlineBooster, draw
+from .base import OnlineBooster, StreamRandom
 
 LABEL_DTYPE = np.int16  # a label on the wire; k <= MAX_CLASSES fits
 MAX_CLASSES = np.iinfo(LABEL_DTYPE).max
@@ -132,10 +133,11 @@ def finish_block(state: StreamState, X: np.ndarray, y: np.ndarray, t0: int, labe
     for i in range(len(y)):
         t = t0 + i
         row = labels[i]
-        rng = np.random.default_rng([state.seed, t])
+        rng = StreamRandom(state.seed, t)
         D = booster.distribution(row, t)
         yt = int(y[i])
-        guess = int(draw(D[None, :], rng.random(1))[0])
+        cdf = np.cumsum(D)
+        guess = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(D) - 1)
         best = int(np.argmax(D))
         c.n += 1
         c.right += guess == yt
