@@ -5,7 +5,10 @@ options, the docs and the contract tests come from it. Adding one is a
 module plus one line here.
 """
 from .agnostic import OnlineAgnostic
+from .mbbm import OnlineMBBM
+from .ocor import OnlineOCOR
+from .olm import OnlineOLM
 
-ONLINE = {cls.name: cls for cls in (OnlineAgnostic,)}
+ONLINE = {cls.name: cls for cls in (OnlineAgnostic, OnlineOCOR, OnlineMBBM, OnlineOLM)}
 
 __all__ = ["ONLINE"]
