@@ -125,3 +125,37 @@ def uniforms(unsigned long long seed, unsigned long long t, unsigned long long s
     cdef Py_ssize_t i
     for i in range(out.shape[0]):
         out[i] = (_mix(key + (start + <unsigned long long> i + 1) * 0x9E3779B97F4A7C15ULL) >> 11) * (1.0 / 9007199254740992.0)
+
+
+def vote_distribution(const cls_t[::1] labels, double gamma, double[::1] out):
+    """``out`` = the projection of the vote counts of ``labels`` (classes 0 .. k-1) divided by gamma N.
+
+    The online booster's D: one call for the count, the scaling and the projection.
+    """
+    cdef idx_t k = out.shape[0], N = labels.shape[0], i
+    if k == 0 or N == 0 or not gamma > 0:
+        raise ValueError("need k >= 1 classes, N >= 1 labels and gamma > 0")
+    counts = np.zeros(2 * k)
+    cdef double[::1] c = counts
+    cdef double scale = gamma * N
+    for i in range(N):
+        if not 0 <= labels[i] < k:
+            raise ValueError(f"label {labels[i]} outside 0..{k - 1}")
+        c[labels[i]] += 1.0
+    for i in range(k):
+        c[i] /= scale  # a division, as votes / (gamma N) is written
+    _project(&c[0], k, &out[0], &c[k])
+
+
+def draw_index(const double[::1] D, double u):
+    """The class drawn from the distribution ``D`` by the uniform ``u``: the number of CDF values <= u * total."""
+    cdef idx_t k = D.shape[0], i, n = 0
+    cdef double cum = 0.0, total = 0.0, cut
+    for i in range(k):
+        total += D[i]
+    cut = u * total
+    for i in range(k):
+        cum += D[i]
+        if cum <= cut:
+            n += 1
+    return n if n < k else k - 1

@@ -137,3 +137,20 @@ def test_stream_uniforms_look_uniform():
     assert out.min() >= 0 and out.max() < 1
     counts = np.bincount((out * 10).astype(int), minlength=10)
     assert np.all(np.abs(counts - 20_000) < 5 * np.sqrt(20_000))
+
+
+@pytest.mark.parametrize("k,N,gamma", [(2, 1, 1.0), (3, 10, 0.1), (10, 100, 0.5), (28, 100, 0.7), (5, 7, 1.0)])
+def test_vote_distribution_and_draw_match_numpy(k, N, gamma):
+    rng = np.random.default_rng(k * N)
+    for _ in range(20):
+        labels = rng.integers(0, k, N).astype(np.int32)
+        want = np.empty(k)
+        _simplex.project(np.bincount(labels, minlength=k) / (gamma * N), want)
+        got = np.empty(k)
+        _simplex.vote_distribution(labels, gamma, got)
+        assert got.tolist() == want.tolist()
+        for u in (0.0, rng.random(), 0.999999):
+            cdf = np.cumsum(got)
+            assert _simplex.draw_index(got, u) == min(int((cdf <= u * cdf[-1]).sum()), k - 1)
+    with pytest.raises(ValueError):
+        _simplex.vote_distribution(np.array([0, k], dtype=np.int32), gamma, np.empty(k))

@@ -54,8 +54,7 @@ class OnlineAgnostic(OnlineBooster):
 
     def distribution(self, labels, t):
         D = np.empty(self.n_classes)
-        votes = np.bincount(labels, minlength=self.n_classes).astype(np.float64)
-        _simplex.project(votes / (self.gamma * self.n_learners), D)
+        _simplex.vote_distribution(labels, self.gamma, D)
         return D
 
     def update(self, labels, y, t, rng):

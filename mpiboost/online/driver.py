@@ -30,7 +30,7 @@ from typing import Callable, Iterable, Optional
 
 import numpy as np
 
-from .._ext import _nba
+from .._ext import _nba, _simplex
 from .base import OnlineBooster, StreamRandom
 
 LABEL_DTYPE = np.int16  # a label on the wire; k <= MAX_CLASSES fits
@@ -136,9 +136,8 @@ def finish_block(state: StreamState, X: np.ndarray, y: np.ndarray, t0: int, labe
         rng = StreamRandom(state.seed, t)
         D = booster.distribution(row, t)
         yt = int(y[i])
-        cdf = np.cumsum(D)
-        guess = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(D) - 1)
-        best = int(np.argmax(D))
+        guess = _simplex.draw_index(D, rng.random())
+        best = int(D.argmax())
         c.n += 1
         c.right += guess == yt
         c.argmax_right += best == yt
