@@ -125,3 +125,24 @@ def test_bad_options():
 def test_every_registered_online_algorithm_declares_n_learners():
     for cls in ONLINE.values():
         assert "n_learners" in {p.name for p in cls.parameters}, cls.name
+
+
+@pytest.mark.parametrize("gamma", [0.1, 0.5, 1.0])
+def test_two_classes_is_the_binary_booster(gamma):
+    """K = 2: the chain is scalar projected OGD on the true label's mass q (Brukhim, Chen, Hazan & Moran 2020):
+    ``q <- clip(q + eta (1 - s / gamma), 0, 1)`` with s = +1 when learner i is right, -1 when wrong."""
+    N = 40
+    eta = gamma / math.sqrt(N)
+    rng = np.random.default_rng(int(gamma * 10))
+    b = OnlineAgnostic(2, {"n_learners": N, "gamma": gamma})
+    for _ in range(10):
+        labels = rng.integers(0, 2, N).astype(np.int32)
+        y = int(rng.integers(0, 2))
+        P = b.update(labels, y, 0, None).P
+        q, want = 0.5, []
+        for i in range(N):
+            want.append(q)
+            s = 1 if labels[i] == y else -1
+            q = min(max(q + eta * (1 - s / gamma), 0.0), 1.0)
+        np.testing.assert_allclose(P[:, y], want, atol=1e-12)
+        np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
