@@ -28,7 +28,7 @@ counts sorted), and it is a Monte-Carlo estimate over M draws of the walk
     by (seed, tag, n) (the memo), serves every state of that horizon: the
     estimate of a key is the share of the table's walks that end in an
     error from it, so every learner's ``C_i[y]`` comes out of a few array
-    operations per example (about 0.3 ms at N = 100, k = 10). The estimates
+    operations per example (under 0.5 ms at N = 100, k = 10). The estimates
     of different states of a horizon are made from the same walks (common
     random numbers): each is an M-draw estimate as the authors', but their
     differences, which make the weights, are less noisy;
@@ -36,7 +36,7 @@ counts sorted), and it is a Monte-Carlo estimate over M draws of the walk
     M fresh walks per key, from a Philox generator keyed by a hash of (seed,
     tag, key), memoised in a dict, as the authors' estimator (their draws
     are fresh per key too, from the global generator); ``C_i[y]`` is
-    memoised under (n, s_y, the other counts sorted). Some 5 to 40 ms per example:
+    memoised under (n, s_y, the other counts sorted). Some 3 to 40 ms per example:
     the keys hardly repeat (some 30 000 on balance-scale's 625 examples,
     250 000 on yeast's 1484).
 

@@ -7,7 +7,7 @@ projection onto the simplex).
 Update, for the revealed label y: a scalar ``p`` starts at 1/2 for every
 example; for learner i = 1..N in order, learner i learns ``(x, y)`` (weight
 1) with probability ``p_i``, the value of ``p`` *before* its own step (a draw
-``u_i < p_i`` from the example's generator), then
+``u_i < p_i`` with the example's uniforms, :class:`.base.StreamRandom`), then
 
     g_i = (2 [l_i = y] - 1) / gamma - 1,   p <- clip_[0, 1](p - eta g_i),
     eta = 1 / ((1 + 1 / gamma) sqrt(N)),

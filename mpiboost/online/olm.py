@@ -26,7 +26,7 @@ alphas of before this example throughout:
   alpha_i))`` when learner i is wrong and ``g_i = -sum_{r != y} 1 / (1 +
   exp(s_i[r] - alpha_i - s_i[y]))`` when it is right;
 * every expert e that predicted a wrong class (its tie drawn from the
-  example's generator) loses 1 from its log-weight (hedge, step 1); the
+  example's uniforms) loses 1 from its log-weight (hedge, step 1); the
   log-weights are shifted so that the largest is 0 (the authors normalise
   the weights to sum 1; the distribution is the same and nothing underflows).
 
