@@ -437,6 +437,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-boosters", action="store_true", help="run only the peers (the boosters' cached cells are shown)")
     p.add_argument("--out", type=Path, default=C.DEFAULT_WORKDIR / "online_table1.json",
                    help="JSON of every cell (read first: cached cells are skipped)")
+    p.add_argument("--merge", type=Path, nargs="+", default=[],
+                   help="add the cells of these JSON files (of other runs) to --out first")
     p.add_argument("--table", type=Path, help="also write the markdown here")
     p.add_argument("--render-only", action="store_true")
     args = p.parse_args(argv)
@@ -452,11 +454,17 @@ def main(argv=None) -> int:
             args.peers.remove(peer)
             notes.append(why)
     store = Store(args.out)
+    for extra in args.merge:
+        added = {k: v for k, v in Store(extra).cells.items() if k not in store.cells}
+        store.cells.update(added)
+        C.log(f"{extra}: {len(added)} cells added")
     vs = variants(args.learners)
     if args.algorithms:
         vs = [v for v in vs if v["algorithm"] in args.algorithms]
     meta = {"protocol": "shuffle s: np.random.default_rng(1000 + s).permutation(n); booster seed s; acc_test: last 20%",
             "registered": [v["name"] for v in vs], "command": C.command_line()}
+    if args.merge and not args.render_only:
+        store.save(meta)
     root = str(args.data_dir)
     for data in args.datasets:
         load(data, args.data_dir)  # the checks, once, before the workers start
