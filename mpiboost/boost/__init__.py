@@ -5,6 +5,7 @@
 tests all come from it. Adding an algorithm is one module plus one line here.
 """
 from .adaboost import AdaBoost
+from .agnostic_batch import AgnosticBatch
 from .base import Algorithm, Hypothesis, Param, check_declarations
 from .dtradaboost import DTrAdaBoost
 from .fedmultiboost import FedMultiBoost
@@ -17,7 +18,8 @@ from .tradaboost import TrAdaBoost
 
 ALGORITHMS = {
     cls.name: cls
-    for cls in (SmoothBoost, AdaBoost, SAMME, MultiBoost, FedMultiBoost, MSDTrA, MSTrA, DTrAdaBoost, TrAdaBoost)
+    for cls in (SmoothBoost, AdaBoost, SAMME, MultiBoost, FedMultiBoost, MSDTrA, MSTrA, DTrAdaBoost, TrAdaBoost,
+                AgnosticBatch)
 }
 check_declarations(list(ALGORITHMS.values()))
 
