@@ -65,7 +65,7 @@ def project_rows(const double[:, ::1] U, double[:, ::1] out):
         _project(&U[r, 0], k, &out[r, 0], &w[0])
 
 
-def ogd_chain(const cls_t[::1] predicted, int y, double gamma, double eta, double[:, ::1] P):
+def ogd_chain(const cls_t[::1] predicted, int y, double gamma, double eta, double[:, ::1] P, bint given_start=False):
     """The N + 1 distributions of one example: ``P[0]`` uniform, ``P[i+1] = proj(P[i] - eta g_i)``.
 
     Parameters
@@ -78,6 +78,8 @@ def ogd_chain(const cls_t[::1] predicted, int y, double gamma, double eta, doubl
         The advantage (``0 < gamma <= 1``) and the step (``gamma / sqrt(N)`` in Algorithm 1).
     P : float64 array, shape (N + 1, k)
         Written: row i is the distribution learner i is trained with.
+    given_start : bool
+        Keep the caller's ``P[0]`` (a distribution) as the chain's start instead of the uniform one.
     """
     cdef idx_t n = predicted.shape[0], k = P.shape[1], i, c
     cdef int l
@@ -94,8 +96,9 @@ def ogd_chain(const cls_t[::1] predicted, int y, double gamma, double eta, doubl
     work = np.empty(2 * k)
     cdef double[::1] w = work
     with nogil:
-        for c in range(k):
-            P[0, c] = 1.0 / k
+        if not given_start:
+            for c in range(k):
+                P[0, c] = 1.0 / k
         for i in range(n):
             l = predicted[i]
             # g = (2 e_l - 1)/gamma - (2 e_y - 1): its constant part shifts every coordinate

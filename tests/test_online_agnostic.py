@@ -146,3 +146,19 @@ def test_two_classes_is_the_binary_booster(gamma):
             q = min(max(q + eta * (1 - s / gamma), 0.0), 1.0)
         np.testing.assert_allclose(P[:, y], want, atol=1e-12)
         np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+
+
+def test_label_start_begins_the_chain_at_the_label():
+    b = OnlineAgnostic(3, {"n_learners": 6, "gamma": 0.5, "start": "label"})
+    labels = np.array([2, 1, 1, 0, 2, 2], dtype=np.int32)
+    P = b.update(labels, 1, 0, None).P
+    np.testing.assert_array_equal(P[0], [0, 1, 0])
+    ref, D = np.array([0.0, 1.0, 0.0]), np.empty(3)
+    eta = 0.5 / math.sqrt(6)
+    for i in range(5):
+        step = ref.copy()
+        step[labels[i]] -= 2 * eta / 0.5
+        step[1] += 2 * eta
+        _simplex.project(step, D)
+        ref = D.copy()
+        np.testing.assert_allclose(P[i + 1], ref, atol=1e-15)

@@ -10,7 +10,9 @@ chain p^1..p^{N+1} is computed from the cached labels alone
 ``eta = gamma / sqrt(N)``, the chain restarted every example); learner i
 learns the example relabelled by p^i: every label with its weight
 (``fractional``, the paper's rule) or one label drawn from p^i (``random``,
-what the authors' code runs).
+what the authors' code runs). ``start = label`` begins the chain at e_y
+instead of the uniform point (beyond the paper: the first learner learns the
+true label, and later ones the examples their predecessors got wrong).
 
 At gamma = 1 a right learner moves nothing and D is the plain vote share;
 with two classes this is the binary online agnostic booster of Brukhim,
@@ -27,6 +29,7 @@ from ..boost.base import Param
 from .base import OnlineBooster, Update, draw
 
 RELABEL = ("fractional", "random")
+STARTS = ("uniform", "label")
 
 N_LEARNERS = Param("n_learners", int, 100, "weak learners N (online naive-Bayes-adaptive leaves)", low=1,
                    high=100_000)
@@ -43,6 +46,9 @@ class OnlineAgnostic(OnlineBooster):
         Param("relabel", str, "fractional", "how a learner is taught an example: every label with its weight in "
               "the learner's OGD point p^i (fractional, the paper's rule) or one label drawn from p^i (random, the "
               "authors' code)", choices=RELABEL),
+        Param("start", str, "uniform", "the OGD chain's start p^1: the uniform distribution (the paper's) or the "
+              "example's label e_y (the first learner learns the true label; projected OGD's regret bound holds "
+              "from any start in the simplex)", choices=STARTS),
     )
 
     def __init__(self, n_classes, params=None, seed=0):
@@ -59,7 +65,12 @@ class OnlineAgnostic(OnlineBooster):
 
     def update(self, labels, y, t, rng):
         P = self._P
-        _simplex.ogd_chain(labels, int(y), self.gamma, self.eta, P)
+        if self.params["start"] == "label":
+            P[0] = 0.0
+            P[0, int(y)] = 1.0
+            _simplex.ogd_chain(labels, int(y), self.gamma, self.eta, P, True)
+        else:
+            _simplex.ogd_chain(labels, int(y), self.gamma, self.eta, P)
         if self.params["relabel"] == "fractional":
             return Update(P=P[: self.n_learners])
         return Update(labels=draw(P[: self.n_learners], rng.random(self.n_learners)),
