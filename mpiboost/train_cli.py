@@ -214,6 +214,9 @@ def _add_stream_options(p: argparse.ArgumentParser) -> None:
                    help="nominal features (value counts, Laplace-smoothed; the others Gaussian): auto = the "
                    "features whose values are all integer codes 0..15, none, or 0-based feature indices "
                    "(default auto)")
+    g.add_argument("--predictions", metavar="P.csv",
+                   help="write every example's prequential predictions: position, row (in the files), label, "
+                   "randomised prediction, argmax (the data's own labels)")
     g.add_argument("--test-fraction", type=float, default=0.2, metavar="F",
                    help="acc_test is the accuracy of the predictions on the last F of the stream (default 0.2)")
 

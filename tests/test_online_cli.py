@@ -69,16 +69,22 @@ def test_one_pass_reports_saves_and_matches_the_library(stream, tmp_path):
 @pytest.mark.parametrize("block", [1, 16])
 def test_same_run_and_model_on_1_to_4_ranks(stream, tmp_path, block):
     path, _, _ = stream
-    runs, exports = [], set()
+    runs, exports, predictions = [], set(), set()
     for n in (1, 2, 3, 4):
-        model = tmp_path / f"m{n}.h5"
-        s = _train(path, model, "--block-size", str(block), "--relabel", "random", "--shuffle", "1", n=n)
+        model, pred = tmp_path / f"m{n}.h5", tmp_path / f"p{n}.csv"
+        s = _train(path, model, "--block-size", str(block), "--relabel", "random", "--shuffle", "1",
+                   "--predictions", str(pred), n=n)
         runs.append({k: s[k] for k in ("acc_test", "acc_all", "exp_test", "argmax_test", "blocks")})
         exports.add(_export(model))
+        predictions.add(pred.read_text())
         if n > 1:
             assert s["bytes"]["block_labels"]["sent"] > 0
-    assert all(r == runs[0] for r in runs) and len(exports) == 1
+    assert all(r == runs[0] for r in runs) and len(exports) == 1 and len(predictions) == 1
     assert runs[0]["blocks"] == -(-300 // block)
+    lines = predictions.pop().splitlines()
+    assert lines[0] == "position,row,label,prediction,argmax" and len(lines) == 301
+    perm = np.random.default_rng(1).permutation(300)
+    assert [int(line.split(",")[1]) for line in lines[1:]] == perm.tolist()
 
 
 def test_bad_input_is_refused_before_any_work(tmp_path):

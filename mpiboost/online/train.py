@@ -10,6 +10,7 @@ the stream goes, then the summary) and prints the summary as one JSON line.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -70,6 +71,53 @@ class _Progress:
         self.bar.close()
 
 
+class _PredictionWriter:
+    """``--predictions``: every example's row (in the files), label, randomised prediction and argmax, as CSV.
+
+    Written as the stream goes to a temporary file that replaces the target
+    at the end (a failed run leaves no partial file).
+    """
+
+    def __init__(self, stack, path: str, info, order) -> None:
+        from ..atomic import atomic_path
+        from ..data import labels as lab
+
+        self.names = lab.as_array(info.classes)
+        self.order = order
+        self.f = stack.enter_context(open(stack.enter_context(atomic_path(path)), "w", encoding="utf-8",
+                                          newline=""))
+        import csv
+
+        self.w = csv.writer(self.f, lineterminator="\n")
+        self.w.writerow(["position", "row", "label", "prediction", "argmax"])
+
+    def write(self, t0: int, y: np.ndarray, predictions: list) -> None:
+        rows = np.arange(t0, t0 + len(y)) if self.order is None else self.order[t0:t0 + len(y)]
+        guess = np.array([g for g, _ in predictions], dtype=np.int64)
+        best = np.array([b for _, b in predictions], dtype=np.int64)
+        self.w.writerows(zip(range(t0, t0 + len(y)), rows.tolist(), self.names[y].tolist(),
+                             self.names[guess].tolist(), self.names[best].tolist()))
+
+
+def _stream(comm, args, info, state, order, allgather, out, bar, records, every) -> None:
+    """The prequential pass over the stream's blocks, with the progress records and predictions."""
+    next_report, t_loop = 0, time.perf_counter()
+    for t0, X, y in source.blocks(info, args.block_size, order):
+        driver.process_block(state, X, y, t0, allgather)
+        c = state.counts
+        if out is not None:
+            out.write(t0, y, state.predictions)
+            state.predictions.clear()
+        if c.n >= next_report or c.n == info.n:
+            next_report = c.n + every
+            seconds = time.perf_counter() - t_loop
+            if comm.is_center:
+                records.append({"examples": c.n, "acc_all": c.right / c.n, "argmax_all": c.argmax_right / c.n,
+                                "exp_all": c.expected / c.n, "seconds": round(seconds, 6),
+                                "examples_per_s": c.n / seconds if seconds > 0 else None})
+                bar.update(c.n - bar.bar.n, c.right / c.n)
+
+
 def _exchange(comm):
     """The block's labels joined over the ranks (bytes counted as ``block_labels``)."""
     def allgather(flat: np.ndarray) -> np.ndarray:
@@ -93,8 +141,8 @@ def run(comm, args, params: dict) -> int:
         raise CollectiveError(str(exc)) from None
     with comm.collective_guard():
         if comm.is_center:
-            check_outputs([("--model", args.model), ("--metrics", args.metrics)],
-                          [("--data", f) for f in args.data])
+            check_outputs([("--model", args.model), ("--metrics", args.metrics),
+                           ("--predictions", args.predictions)], [("--data", f) for f in args.data])
     with comm.collective_guard():
         info = source.scan(args.data, args.nominal_parsed) if comm.is_center else None
     info = comm.bcast(info)
@@ -103,22 +151,15 @@ def run(comm, args, params: dict) -> int:
     t_scan = time.perf_counter()
     booster = cls(len(info.classes), params, args.seed)
     state = driver.start(booster, info.values, rank=comm.rank, size=comm.size, n=info.n,
-                         test_fraction=args.test_fraction, seed=args.seed)
+                         test_fraction=args.test_fraction, seed=args.seed,
+                         keep_predictions=bool(args.predictions) and comm.is_center)
     order = source.order_of(info.n, args.shuffle)
     allgather = _exchange(comm) if comm.size > 1 else None  # one rank holds every learner: nothing to exchange
     bar = _Progress(False if args.quiet else None, info.n, args.algo) if comm.is_center else None
-    records, every, next_report, t_loop = [], max(1, info.n // REPORTS), 0, time.perf_counter()
-    for t0, X, y in source.blocks(info, args.block_size, order):
-        driver.process_block(state, X, y, t0, allgather)
-        c = state.counts
-        if c.n >= next_report or c.n == info.n:
-            next_report = c.n + every
-            seconds = time.perf_counter() - t_loop
-            if comm.is_center:
-                records.append({"examples": c.n, "acc_all": c.right / c.n, "argmax_all": c.argmax_right / c.n,
-                                "exp_all": c.expected / c.n, "seconds": round(seconds, 6),
-                                "examples_per_s": c.n / seconds if seconds > 0 else None})
-                bar.update(c.n - bar.bar.n, c.right / c.n)
+    records, every, t_loop = [], max(1, info.n // REPORTS), time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        out = _PredictionWriter(stack, args.predictions, info, order) if state.predictions is not None else None
+        _stream(comm, args, info, state, order, allgather, out, bar, records, every)
     if bar is not None:
         bar.close()
     t_stream = time.perf_counter()
