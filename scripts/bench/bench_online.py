@@ -12,6 +12,10 @@ same prefix too: the ratios compare the same examples. Algorithm 1's full
 pass is timed as well. Every time is the median of ``--repeat`` passes
 (River: ``--river-repeat``), each a fresh model.
 
+Wall and CPU time of the process are both shown; the ratios and the verdict
+use the CPU time, which a busy neighbour inflates far less than the wall time
+(on this shared 2-core machine the two can differ several-fold).
+
 Target: <= 100 µs per example for K <= 10 classes (PASS / MISS on the full
 pass of fractional relabelling, the paper's rule).
 
@@ -42,18 +46,23 @@ RIVER = {"river-adaboost": "River AdaBoost", "river-adwin": "River ADWINBoosting
 TARGET_US, TARGET_K = 100.0, 10
 
 
-def agnostic_pass(X, y, values, k, relabel: str, n_learners: int, gamma: float) -> float:
-    """Seconds of one prequential pass of Algorithm 1 over (X, y)."""
+def agnostic_pass(X, y, values, k, relabel: str, n_learners: int, gamma: float) -> None:
+    """One prequential pass of Algorithm 1 over (X, y)."""
     from mpiboost.online.driver import prequential
 
-    t0 = time.perf_counter()
     prequential(X, y, values, k, algorithm="online-agnostic",
                 params={"n_learners": n_learners, "gamma": gamma, "relabel": relabel}, seed=0)
-    return time.perf_counter() - t0
 
 
-def median_us(fn, n: int, repeat: int) -> float:
-    return float(np.median([fn() for _ in range(repeat)])) / n * 1e6
+def median_us(fn, n: int, repeat: int) -> tuple[float, float]:
+    """(wall, CPU) microseconds per example of ``fn()``, each the median of ``repeat`` calls."""
+    wall, cpu = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return float(np.median(wall)) / n * 1e6, float(np.median(cpu)) / n * 1e6
 
 
 def main(argv=None) -> int:
@@ -83,35 +92,44 @@ def main(argv=None) -> int:
         X, y = np.ascontiguousarray(X0[perm]), np.ascontiguousarray(y0[perm])
         m = min(args.river_examples, len(y))
         rec = {"data": name, "n": len(y), "k": k, "d": X.shape[1], "features": desc, "prefix": m}
+        w = min(20, len(y))  # warm-up, untimed: the imports and first-call set-up of every method
         for rl in ("fractional", "random"):
-            rec[f"agn_{rl}_full_us"] = median_us(
+            agnostic_pass(X[:w], y[:w], values, k, rl, args.learners, args.gamma)
+        for key in river:
+            prequential_river(key, X, y, values, 0, w, limit=w)
+        for rl in ("fractional", "random"):
+            rec[f"agn_{rl}_full_us"], rec[f"agn_{rl}_full_cpu_us"] = median_us(
                 lambda: agnostic_pass(X, y, values, k, rl, args.learners, args.gamma), len(y), args.repeat)
-            rec[f"agn_{rl}_prefix_us"] = median_us(
+            rec[f"agn_{rl}_prefix_us"], rec[f"agn_{rl}_prefix_cpu_us"] = median_us(
                 lambda: agnostic_pass(X[:m], y[:m], values, k, rl, args.learners, args.gamma), m, args.repeat)
         test_start = m - int(round(0.2 * m))
         for key in river:
-            rec[f"{key}_us"] = median_us(
-                lambda: prequential_river(key, X, y, values, 0, test_start, limit=m)["seconds"], m, args.river_repeat)
+            rec[f"{key}_us"], rec[f"{key}_cpu_us"] = median_us(
+                lambda: prequential_river(key, X, y, values, 0, test_start, limit=m), m, args.river_repeat)
         records.append(rec)
-        frac = rec["agn_fractional_full_us"]
-        verdict = ("PASS" if frac <= TARGET_US else "MISS") if k <= TARGET_K else "(K > 10)"
-        row = [name, k, X.shape[1], f"{len(y):,}", f"{frac:.0f}", f"{rec['agn_random_full_us']:.0f}", verdict, m,
-               f"{rec['agn_fractional_prefix_us']:.0f}", f"{rec['agn_random_prefix_us']:.0f}"]
+        frac, frac_cpu = rec["agn_fractional_full_us"], rec["agn_fractional_full_cpu_us"]
+        verdict = ("PASS" if frac_cpu <= TARGET_US else "MISS") if k <= TARGET_K else "(K > 10)"
+        row = [name, k, X.shape[1], f"{len(y):,}", f"{frac:.0f} / {frac_cpu:.0f}",
+               f"{rec['agn_random_full_us']:.0f} / {rec['agn_random_full_cpu_us']:.0f}", verdict, m,
+               f"{rec['agn_fractional_prefix_cpu_us']:.0f}", f"{rec['agn_random_prefix_cpu_us']:.0f}"]
         for key in river:
-            r = rec[f"{key}_us"]
-            row += [f"{r:.0f}", f"{r / rec['agn_fractional_prefix_us']:.1f}x / {r / rec['agn_random_prefix_us']:.1f}x"]
+            r = rec[f"{key}_cpu_us"]
+            row += [f"{r:.0f}", f"{r / rec['agn_fractional_prefix_cpu_us']:.1f}x / "
+                    f"{r / rec['agn_random_prefix_cpu_us']:.1f}x"]
         rows.append(row)
-        C.log(f"{name}: fractional {frac:.0f} µs, random {rec['agn_random_full_us']:.0f} µs per example")
-    head = ["data", "k", "d", "n", "Agn frac µs/ex (full)", "Agn random µs/ex (full)",
-            f"target ≤ {TARGET_US:g} µs (K ≤ {TARGET_K})", "prefix", "Agn frac µs/ex (prefix)",
-            "Agn random µs/ex (prefix)"]
+        C.log(f"{name}: fractional {frac:.0f} µs wall, {frac_cpu:.0f} µs CPU per example")
+    head = ["data", "k", "d", "n", "Agn frac µs/ex wall / CPU (full)", "Agn random µs/ex wall / CPU (full)",
+            f"target ≤ {TARGET_US:g} µs CPU (K ≤ {TARGET_K})", "prefix", "Agn frac CPU µs/ex (prefix)",
+            "Agn random CPU µs/ex (prefix)"]
     for key, title in river.items():
-        head += [f"{title} µs/ex (prefix)", f"{title} / Agn frac / Agn random"]
+        head += [f"{title} CPU µs/ex (prefix)", f"{title} / Agn frac / Agn random"]
     print(f"Online boosting, N = {args.learners}, gamma = {args.gamma}, one process, one thread; shuffle 0 of the "
           f"Table 1 protocol; median of {args.repeat} passes (River: {args.river_repeat}, on the first "
           f"--river-examples = {args.river_examples} examples, and Algorithm 1 on the same prefix for the ratios; "
-          "River's boosters: 10 models over HoeffdingTreeClassifier(max_depth=1)).")
-    print(f"Target: Algorithm 1 fractional ≤ {TARGET_US:g} µs per example for K ≤ {TARGET_K} (full pass).")
+          "River's boosters: 10 models over HoeffdingTreeClassifier(max_depth=1)). Wall and CPU time of this "
+          "process: on a loaded machine the wall time counts the waits for a core, so the verdict and the "
+          "ratios use the CPU time.")
+    print(f"Target: Algorithm 1 fractional ≤ {TARGET_US:g} µs (CPU) per example for K ≤ {TARGET_K} (full pass).")
     print(f"Load before: {load_before}")
     print(f"Load after:  {benchutil.load_line()}")
     print()
