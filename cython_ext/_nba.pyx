@@ -10,6 +10,33 @@ was learnt (ties go to naive Bayes). A learner that has learnt nothing
 predicts class 0, and every argmax takes the lowest of equal classes.
 
 A missing value (NaN) is skipped by naive Bayes and by the statistics.
+
+The class-conditional variance of a numeric feature. With ``var_prior = a
+> 0`` (the default, a = 1) it is shrunk toward the learner's pooled
+variance v of the feature, as a conjugate prior worth a of weight would:
+
+    var_c = (M2_c + a v) / (S0_c + a),   M2_c = S2_c - S1_c^2 / S0_c
+
+(regularised discriminant analysis' shrinkage toward the pooled estimate).
+A learner taught by random relabelling fits many a class on one or two
+rows, whose own variance near 0 makes naive Bayes overconfident; with the
+prior a class seen once has half the pooled variance. v is the variance of
+the feature over all the rows the learner learnt (every class together,
+the labels ignored), so the rule has no unit: scaling a feature scales its
+variances alike. A feature whose pooled variance is 0 (constant at the
+learner so far, or spread below POOL_RESOLUTION of its mean square, which
+sums of x and x^2 cannot resolve) says nothing, as a missing value; no
+floor is needed. a = 1, a prior worth one example, is the unit
+information prior: it settles a class seen a few times and fades as the
+class's weight grows.
+
+v is a prior, not a running statistic: it is recomputed when the learner's
+total weight first reaches twice what it was at the last refresh (1, 2, 4,
+8 ... rows), after the row is learnt, and every class's Gaussian with it.
+Between refreshes learning a row of class c changes class c's statistics
+and score alone, which the cached scores rely on. ``var_prior = 0`` is the
+rule of the paper's code (river's Gaussian): the class's own variance plus
+the absolute VAR_FLOOR.
 """
 import numpy as np
 cimport numpy as cnp
@@ -19,19 +46,49 @@ from _typedefs cimport idx_t, cls_t
 
 cnp.import_array()
 
-VAR_FLOOR = 1e-9  # added to every class-conditional variance (a single value has none)
+VAR_FLOOR = 1e-9  # var_prior = 0: added to every class variance (a single value has none)
+VAR_PRIOR = 1.0  # default weight of the pooled-variance prior (0: the class's own variance only)
+POOL_RESOLUTION = 1e-9  # a pooled variance below this share of the mean square is taken as 0 (rounding)
+cdef double _POOL_RESOLUTION = POOL_RESOLUTION
 cdef double _VAR_FLOOR = VAR_FLOOR
 cdef double _HALF_LOG_2PI = 0.9189385332046727
+
+
+cdef inline void _gaussian(double s0, double s1, double s2, double a, double v, double* mean, double* inv,
+                           double* glog) noexcept nogil:
+    """The Gaussian terms of a class's sums (s0 > 0): mean, 1 / variance, -log(variance)/2 - log(2 pi)/2.
+
+    a > 0: the variance shrunk toward the pooled v with weight a (v = 0: no term, the feature is
+    ignored); a = 0: the class's own plus the floor.
+    """
+    cdef double m = s1 / s0, var, den, num
+    mean[0] = m
+    if a > 0:
+        if v <= 0:  # the feature has had no spread at this learner: it says nothing (yet)
+            inv[0] = glog[0] = 0.0
+            return
+        # variance = num / den = (M2 + a v) / (s0 + a) > 0
+        den = s0 + a
+        num = s2 - s1 * m
+        num = (num if num > 0 else 0.0) + a * v
+        inv[0] = den / num
+        glog[0] = 0.5 * log(inv[0]) - _HALF_LOG_2PI
+    else:
+        var = s2 / s0 - m * m
+        var = (var if var > 0 else 0.0) + _VAR_FLOOR
+        inv[0], glog[0] = 1.0 / var, -0.5 * log(var) - _HALF_LOG_2PI
 
 
 cdef class NBABank:
     """N leaves over d features (``values[j] > 0``: nominal with that many values, 0: numeric) and k classes."""
 
     cdef readonly idx_t n_learners, n_classes, d, n_nominal_cells, n_numeric
+    cdef readonly double var_prior
     cdef readonly cnp.ndarray values
-    cdef readonly cnp.ndarray class_weight, nominal, s0, s1, s2, mc_right, nb_right
+    cdef readonly cnp.ndarray class_weight, nominal, s0, s1, s2, mc_right, nb_right, var_pool, pool_weight
     # per (learner, numeric feature, class): the Gaussian's mean, 1 / variance and
-    # -log(variance)/2 - log(2 pi)/2, refreshed when the class learns a row
+    # -log(variance)/2 - log(2 pi)/2, refreshed when the class learns a row (and
+    # every class's when the learner's pooled variance is refreshed)
     cdef cnp.ndarray _gmean, _ginv, _glog
     cdef cnp.ndarray _offset, _numeric_index
     cdef double[::1] _scores
@@ -40,10 +97,13 @@ cdef class NBABank:
     cdef unsigned char[::1] _cached
     cdef double[::1] _cache_x
 
-    def __init__(self, int n_learners, int n_classes, values):
+    def __init__(self, int n_learners, int n_classes, values, double var_prior=VAR_PRIOR):
         values = np.ascontiguousarray(values, dtype=np.int64)
         if n_learners < 1 or n_classes < 1 or values.ndim != 1 or (values < 0).any():
             raise ValueError("need n_learners >= 1, n_classes >= 1 and values >= 0 per feature")
+        if not (var_prior >= 0 and var_prior < INFINITY):
+            raise ValueError("var_prior must be finite and >= 0")
+        self.var_prior = var_prior
         self.n_learners, self.n_classes, self.d = n_learners, n_classes, values.shape[0]
         self.values = values
         offset = np.zeros(self.d, dtype=np.int64)
@@ -67,6 +127,8 @@ cdef class NBABank:
         self._gmean = np.zeros((N, max(numeric, 1), k))
         self._ginv = np.zeros((N, max(numeric, 1), k))
         self._glog = np.zeros((N, max(numeric, 1), k))
+        self.var_pool = np.zeros((N, max(numeric, 1)))  # the prior's pooled variance per numeric feature
+        self.pool_weight = np.zeros(N)  # the learner's total weight when var_pool was refreshed
         self.mc_right = np.zeros(N)
         self.nb_right = np.zeros(N)
         self._scores = np.empty(k)
@@ -180,6 +242,57 @@ cdef class NBABank:
         for n in range(self.n_learners):
             out[n] = self._predict(n, &x[0])
 
+    cdef void _gauss(self, idx_t n, idx_t m, idx_t c) noexcept nogil:
+        """Recompute the Gaussian terms of (learner n, numeric feature m, class c) from its sums (S0 > 0)."""
+        cdef idx_t k = self.n_classes, i = (n * max(self.n_numeric, 1) + m) * k + c
+        _gaussian((<const double*> cnp.PyArray_DATA(self.s0))[i], (<const double*> cnp.PyArray_DATA(self.s1))[i],
+                  (<const double*> cnp.PyArray_DATA(self.s2))[i], self.var_prior,
+                  (<const double*> cnp.PyArray_DATA(self.var_pool))[n * max(self.n_numeric, 1) + m],
+                  <double*> cnp.PyArray_DATA(self._gmean) + i, <double*> cnp.PyArray_DATA(self._ginv) + i,
+                  <double*> cnp.PyArray_DATA(self._glog) + i)
+
+    cdef void _refresh(self, idx_t n) noexcept nogil:
+        """Learner n's pooled variance per numeric feature from its sums, then every class's Gaussian."""
+        cdef idx_t k = self.n_classes, nn = max(self.n_numeric, 1), m, c, i
+        cdef const double* S0 = <const double*> cnp.PyArray_DATA(self.s0)
+        cdef const double* S1 = <const double*> cnp.PyArray_DATA(self.s1)
+        cdef const double* S2 = <const double*> cnp.PyArray_DATA(self.s2)
+        cdef const double* cw = <const double*> cnp.PyArray_DATA(self.class_weight) + n * k
+        cdef double* VP = <double*> cnp.PyArray_DATA(self.var_pool) + n * nn
+        cdef double t0, t1, t2, mean, var, total = 0.0
+        for c in range(k):
+            total += cw[c]
+        (<double*> cnp.PyArray_DATA(self.pool_weight))[n] = total
+        for m in range(self.n_numeric):
+            t0 = t1 = t2 = 0.0
+            for c in range(k):
+                i = (n * nn + m) * k + c
+                t0 += S0[i]
+                t1 += S1[i]
+                t2 += S2[i]
+            var = 0.0
+            if t0 > 0:
+                mean = t1 / t0
+                var = t2 / t0 - mean * mean
+                if not var > _POOL_RESOLUTION * (t2 / t0):
+                    var = 0.0  # no spread that the sums can resolve: a constant feature so far
+            VP[m] = var
+            for c in range(k):
+                if S0[(n * nn + m) * k + c] > 0:
+                    self._gauss(n, m, c)
+
+    cdef void _end_row(self, idx_t n) noexcept nogil:
+        """After learner n learnt a row: refresh its prior once its total weight has doubled since the last time."""
+        cdef idx_t c, k = self.n_classes
+        cdef const double* cw = <const double*> cnp.PyArray_DATA(self.class_weight) + n * k
+        cdef double total = 0.0
+        if self.var_prior <= 0 or self.n_numeric == 0:
+            return
+        for c in range(k):
+            total += cw[c]
+        if total > 0 and total >= 2.0 * (<const double*> cnp.PyArray_DATA(self.pool_weight))[n]:
+            self._refresh(n)
+
     cdef void _learn(self, idx_t n, const double* x, int label, double weight, double* scores) noexcept nogil:
         """Learn (x, label, weight); ``scores`` holds every class's score for x and is kept up to date."""
         cdef idx_t k = self.n_classes, j, m, nn = max(self.n_numeric, 1)
@@ -191,7 +304,8 @@ cdef class NBABank:
         cdef double* GM = <double*> cnp.PyArray_DATA(self._gmean) + n * nn * k
         cdef double* GI = <double*> cnp.PyArray_DATA(self._ginv) + n * nn * k
         cdef double* GL = <double*> cnp.PyArray_DATA(self._glog) + n * nn * k
-        cdef double mean, var
+        cdef const double* VP = <const double*> cnp.PyArray_DATA(self.var_pool) + n * nn
+        cdef double a = self.var_prior
         cdef const long long* off = <const long long*> cnp.PyArray_DATA(self._offset)
         cdef const long long* num = <const long long*> cnp.PyArray_DATA(self._numeric_index)
         cdef const long long* vals = <const long long*> cnp.PyArray_DATA(self.values)
@@ -220,12 +334,8 @@ cdef class NBABank:
                 S0[m * k + label] += weight
                 S1[m * k + label] += weight * x[j]
                 S2[m * k + label] += weight * x[j] * x[j]
-                mean = S1[m * k + label] / S0[m * k + label]
-                var = S2[m * k + label] / S0[m * k + label] - mean * mean
-                var = (var if var > 0 else 0.0) + _VAR_FLOOR
-                GM[m * k + label] = mean
-                GI[m * k + label] = 1.0 / var
-                GL[m * k + label] = -0.5 * log(var) - _HALF_LOG_2PI
+                _gaussian(S0[m * k + label], S1[m * k + label], S2[m * k + label], a, VP[m],
+                          &GM[m * k + label], &GI[m * k + label], &GL[m * k + label])
         scores[label] = self._class_score(n, x, label)  # the only score the row changed
 
     cdef void _start(self, idx_t n, const double* x, bint same, double* scores) noexcept nogil:
@@ -253,6 +363,7 @@ cdef class NBABank:
             for l in range(self.n_classes):
                 if P[n + first, l] > 0:
                     self._learn(n, &x[0], <int> l, P[n + first, l], sc)
+            self._end_row(n)
         self._forget()  # the statistics moved: the scores of predict no longer hold
 
     def learn_labels(self, const double[::1] x, const cls_t[::1] labels, double weight=1.0, weights=None):
@@ -281,9 +392,11 @@ cdef class NBABank:
             if w[n] > 0:
                 self._start(n, &x[0], same, sc)
                 self._learn(n, &x[0], labels[n], w[n], sc)
+                self._end_row(n)
         self._forget()
 
-    STATE = ("class_weight", "nominal", "s0", "s1", "s2", "mc_right", "nb_right")
+    STATE = ("class_weight", "nominal", "s0", "s1", "s2", "mc_right", "nb_right", "var_pool", "pool_weight")
+    OPTIONAL = ("var_pool", "pool_weight")  # a state without them (an older one): the prior is refreshed now
 
     def get_state(self):
         """The learners' statistics (copies): what a saved model holds, in learner order."""
@@ -292,24 +405,28 @@ cdef class NBABank:
     def set_state(self, state):
         """Take the statistics of :meth:`get_state` (shapes checked; the Gaussians are recomputed)."""
         cdef idx_t n, m, c, k = self.n_classes, nn = max(self.n_numeric, 1)
-        cdef double mean, var
+        missing = [name for name in self.OPTIONAL if name not in state]
         for name in self.STATE:
+            if name in missing:
+                continue
             have, want = np.asarray(state[name]), getattr(self, name)
             if have.shape != want.shape:
                 raise ValueError(f"{name} has shape {have.shape}, expected {want.shape}")
             if not np.all(np.isfinite(have)) or (name != "s1" and np.any(have < 0)):
                 raise ValueError(f"{name} holds a negative or non-finite value")
-            want[...] = have
-        cdef double[:, :, ::1] S0 = self.s0, S1 = self.s1, S2 = self.s2
-        cdef double[:, :, ::1] GM = self._gmean, GI = self._ginv, GL = self._glog
+        for name in self.STATE:
+            if name not in missing:
+                getattr(self, name)[...] = np.asarray(state[name])
+            else:
+                getattr(self, name)[...] = 0.0
+        cdef double[:, :, ::1] S0 = self.s0, GM = self._gmean, GI = self._ginv, GL = self._glog
         for n in range(self.n_learners):
+            if missing and self.var_prior > 0:
+                self._refresh(n)
             for m in range(nn):
                 for c in range(k):
-                    if S0[n, m, c] > 0:
-                        mean = S1[n, m, c] / S0[n, m, c]
-                        var = S2[n, m, c] / S0[n, m, c] - mean * mean
-                        var = (var if var > 0 else 0.0) + _VAR_FLOOR
-                        GM[n, m, c], GI[n, m, c], GL[n, m, c] = mean, 1.0 / var, -0.5 * log(var) - _HALF_LOG_2PI
+                    if m < self.n_numeric and S0[n, m, c] > 0:
+                        self._gauss(n, m, c)
                     else:
                         GM[n, m, c] = GI[n, m, c] = GL[n, m, c] = 0.0
         self._forget()

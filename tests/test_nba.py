@@ -10,12 +10,48 @@ from mpiboost._ext import _nba, _simplex
 class Leaf:
     """One adaptive leaf, written out: the rules of mpiboost._ext._nba, one dict per statistic."""
 
-    def __init__(self, k, values):
-        self.k, self.values = k, list(values)
+    def __init__(self, k, values, var_prior=_nba.VAR_PRIOR):
+        self.k, self.values, self.a = k, list(values), var_prior
         self.cw = [0.0] * k
         self.counts = {}  # (j, value, c) -> weight
         self.moments = {}  # (j, c) -> [sum w, sum w x, sum w x^2]
         self.mc = self.nb = 0.0
+        self.pool = {}  # j -> the prior's pooled variance, as of the last refresh
+        self.pool_w = 0.0  # the total weight at the last refresh
+
+    def gaussian(self, j, m):
+        """(mean, 1 / variance, log density's constant) of class sums m = [S0, S1, S2] of feature j."""
+        mean = m[1] / m[0]
+        if self.a > 0:  # (M2 + a v) / (S0 + a) = num / den; no term while the pooled v is 0
+            v = self.pool.get(j, 0.0)
+            if v <= 0:
+                return mean, 0.0, 0.0
+            den = m[0] + self.a
+            num = max(m[2] - m[1] * mean, 0.0) + self.a * v
+            inv = den / num
+            return mean, inv, 0.5 * math.log(inv) - 0.5 * math.log(2 * math.pi)
+        var = max(m[2] / m[0] - mean * mean, 0.0) + _nba.VAR_FLOOR
+        return mean, 1.0 / var, -0.5 * math.log(var) - 0.5 * math.log(2 * math.pi)
+
+    def end_row(self):
+        """After a row: once the total weight has doubled since the last refresh, the pooled variances anew."""
+        numeric = [j for j, v in enumerate(self.values) if not v]
+        total = sum(self.cw)
+        if self.a <= 0 or not numeric or not (total > 0 and total >= 2.0 * self.pool_w):
+            return
+        self.pool_w = total
+        for j in numeric:
+            t = [0.0, 0.0, 0.0]
+            for c in range(self.k):
+                m = self.moments.get((j, c), [0.0, 0.0, 0.0])
+                t = [t[0] + m[0], t[1] + m[1], t[2] + m[2]]
+            var = 0.0
+            if t[0] > 0:
+                mean = t[1] / t[0]
+                var = t[2] / t[0] - mean * mean
+                if not var > _nba.POOL_RESOLUTION * (t[2] / t[0]):
+                    var = 0.0
+            self.pool[j] = var
 
     def majority(self):
         return max(range(self.k), key=lambda c: (self.cw[c], -c))
@@ -39,10 +75,9 @@ class Leaf:
                     m = self.moments.get((j, c))
                     if not m or m[0] <= 0:
                         continue
-                    mean = m[1] / m[0]
-                    var = max(m[2] / m[0] - mean * mean, 0.0) + _nba.VAR_FLOOR
+                    mean, inv, const = self.gaussian(j, m)
                     z = v - mean
-                    s += -0.5 * z * z * (1.0 / var) + (-0.5 * math.log(var) - 0.5 * math.log(2 * math.pi))
+                    s += -0.5 * z * z * inv + const
             if s > best_score:
                 best, best_score = c, s
         return best
@@ -87,12 +122,13 @@ def _stream(kind, rng, n, k):
 
 @pytest.mark.parametrize("kind", ["nominal", "numeric", "mixed"])
 @pytest.mark.parametrize("relabel", ["fractional", "random"])
-def test_bank_matches_the_python_leaves(kind, relabel):
+@pytest.mark.parametrize("var_prior", [0.0, _nba.VAR_PRIOR, 3.5])
+def test_bank_matches_the_python_leaves(kind, relabel, var_prior):
     rng = np.random.default_rng(len(kind))
     k, N, n = 3, 6, 120
     X, y, values = _stream(kind, rng, n, k)
-    bank = _nba.NBABank(N, k, values)
-    leaves = [Leaf(k, values) for _ in range(N)]
+    bank = _nba.NBABank(N, k, values, var_prior=var_prior)
+    leaves = [Leaf(k, values, var_prior) for _ in range(N)]
     pred = np.empty(N, dtype=np.int32)
     for t in range(n):
         x = np.ascontiguousarray(X[t])
@@ -106,11 +142,13 @@ def test_bank_matches_the_python_leaves(kind, relabel):
                 for label in range(k):
                     if P[i, label] > 0:
                         leaf.learn(X[t], label, P[i, label])
+                leaf.end_row()
         else:
             labels = rng.integers(0, k, N).astype(np.int32)
             bank.learn_labels(x, labels)
             for leaf, label in zip(leaves, labels):
                 leaf.learn(X[t], int(label), 1.0)
+                leaf.end_row()
     np.testing.assert_allclose(bank.mc_right, [leaf.mc for leaf in leaves], rtol=1e-12)
     np.testing.assert_allclose(bank.nb_right, [leaf.nb for leaf in leaves], rtol=1e-12)
 
@@ -170,6 +208,7 @@ def test_per_learner_weights_match_the_python_leaves(kind):
         for leaf, wi in zip(leaves, w):
             if wi > 0:
                 leaf.learn(X[t], int(y[t]), float(wi))
+                leaf.end_row()
     np.testing.assert_allclose(bank.class_weight, [leaf.cw for leaf in leaves], rtol=1e-12)
     with pytest.raises(ValueError):
         bank.learn_labels(np.ascontiguousarray(X[0]), labels, weights=np.full(N, -1.0))
@@ -198,3 +237,61 @@ def test_state_round_trip_predicts_and_learns_the_same():
     bad["s0"] = bad["s0"][:1]
     with pytest.raises(ValueError):
         b.set_state(bad)
+
+
+def test_the_prior_shrinks_a_thin_class_toward_the_pooled_variance():
+    """A class seen once has no variance of its own: it gets a / (1 + a) of the pooled one (refreshed at 1, 2, 4 rows)."""
+    bank = _nba.NBABank(1, 2, [0], var_prior=1.0)
+    rows = [(0.0, 0), (2.0, 0), (4.0, 0), (10.0, 1)]  # the pool is refreshed after rows 1, 2 and 4
+    refreshed = []
+    for v, c in rows:
+        bank.learn_labels(np.array([v]), np.array([c], dtype=np.int32))
+        refreshed.append(float(bank.pool_weight[0]))
+    assert refreshed == [1.0, 2.0, 2.0, 4.0]
+    xs = np.array([v for v, _ in rows])
+    assert bank.pool_weight[0] == 4.0 and bank.var_pool[0, 0] == pytest.approx(xs.var())
+    # class 1: M2 = 0, one row: (0 + 1 * v) / (1 + 1); class 0: (M2 + v) / (3 + 1)
+    m2 = ((xs[:3] - xs[:3].mean()) ** 2).sum()
+    want = {0: (m2 + xs.var()) / 4 + _nba.VAR_FLOOR, 1: xs.var() / 2 + _nba.VAR_FLOOR}
+    out = np.empty(1, dtype=np.int32)
+    for x in (3.0, 7.5, 12.0):
+        scores = [math.log(w) - 0.5 * (x - mu) ** 2 / want[c] - 0.5 * math.log(want[c])
+                  for c, (w, mu) in enumerate([(3.0, xs[:3].mean()), (1.0, 10.0)])]
+        bank.predict(np.array([x]), out)
+        assert bank.nb_right[0] >= bank.mc_right[0]  # it predicts by naive Bayes
+        assert out[0] == int(np.argmax(scores)), x
+
+
+def test_the_prior_is_free_of_the_features_units():
+    """Scaling a numeric feature by 2^10 (exact in floating point) predicts the same classes; the floor alone would not."""
+    rng = np.random.default_rng(8)
+    X, y, values = _stream("mixed", rng, 150, 3)
+    X[:, 1] *= 1e-4  # a feature in small units, where the absolute floor bites
+    scaled = X.copy()
+    scaled[:, 1] *= 1024.0
+    a, b = _nba.NBABank(5, 3, values), _nba.NBABank(5, 3, values)
+    oa, ob = np.empty(5, dtype=np.int32), np.empty(5, dtype=np.int32)
+    labels = rng.integers(0, 3, (150, 5)).astype(np.int32)
+    for t in range(150):
+        a.predict(np.ascontiguousarray(X[t]), oa)
+        b.predict(np.ascontiguousarray(scaled[t]), ob)
+        assert oa.tolist() == ob.tolist(), t
+        a.learn_labels(np.ascontiguousarray(X[t]), labels[t])
+        b.learn_labels(np.ascontiguousarray(scaled[t]), labels[t])
+
+
+def test_an_older_state_without_the_prior_takes_it_from_the_statistics():
+    rng = np.random.default_rng(12)
+    X, y, values = _stream("numeric", rng, 64, 3)
+    a = _nba.NBABank(3, 3, values)
+    for t in range(64):
+        a.learn_labels(np.ascontiguousarray(X[t]), np.full(3, y[t], dtype=np.int32))
+    old = {name: value for name, value in a.get_state().items() if name not in ("var_pool", "pool_weight")}
+    b = _nba.NBABank(3, 3, values)
+    b.set_state(old)
+    # 64 rows: a refreshed last at 64 rows too, so the two agree
+    np.testing.assert_array_equal(a.var_pool, b.var_pool)
+    np.testing.assert_array_equal(a.pool_weight, b.pool_weight)
+    c = _nba.NBABank(3, 3, values, var_prior=0)
+    c.set_state(old)
+    assert not np.asarray(c.var_pool).any()
