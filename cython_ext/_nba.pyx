@@ -54,29 +54,55 @@ cdef double _VAR_FLOOR = VAR_FLOOR
 cdef double _HALF_LOG_2PI = 0.9189385332046727
 
 
-cdef inline void _gaussian(double s0, double s1, double s2, double a, double v, double* mean, double* inv,
-                           double* glog) noexcept nogil:
-    """The Gaussian terms of a class's sums (s0 > 0): mean, 1 / variance, -log(variance)/2 - log(2 pi)/2.
+cdef inline void _gaussian(double s0, double s1, double s2, double a, double v, double* mean,
+                           double* inv) noexcept nogil:
+    """The Gaussian of a class's sums (s0 > 0): its mean and 1 / variance (0: the feature is ignored).
 
     a > 0: the variance shrunk toward the pooled v with weight a (v = 0: no term, the feature is
-    ignored); a = 0: the class's own plus the floor.
+    ignored); a = 0: the class's own plus the floor. The log-variance terms are summed per class
+    by :func:`_half_log_sum`.
     """
     cdef double m = s1 / s0, var, den, num
     mean[0] = m
     if a > 0:
         if v <= 0:  # the feature has had no spread at this learner: it says nothing (yet)
-            inv[0] = glog[0] = 0.0
+            inv[0] = 0.0
             return
         # variance = num / den = (M2 + a v) / (s0 + a) > 0
         den = s0 + a
         num = s2 - s1 * m
         num = (num if num > 0 else 0.0) + a * v
         inv[0] = den / num
-        glog[0] = 0.5 * log(inv[0]) - _HALF_LOG_2PI
     else:
         var = s2 / s0 - m * m
         var = (var if var > 0 else 0.0) + _VAR_FLOOR
-        inv[0], glog[0] = 1.0 / var, -0.5 * log(var) - _HALF_LOG_2PI
+        inv[0] = 1.0 / var
+
+
+cdef inline double _half_log_sum(const double* S0, const double* GI, idx_t n_numeric, idx_t k,
+                                 idx_t c) noexcept nogil:
+    """sum over the numeric features m of class c with S0 > 0 and 1/var > 0 of log(1/var)/2 - log(2 pi)/2.
+
+    The Gaussian log densities' constant part, one number per class: the 1/var
+    values are multiplied in a running product (a log only when the product
+    leaves [1e-200, 1e200], or for a value outside [1e-100, 1e100]), so
+    learning a row costs one log per class instead of one per feature.
+    """
+    cdef double p = 1.0, acc = 0.0, g
+    cdef idx_t m, count = 0
+    for m in range(n_numeric):
+        if S0[m * k + c] > 0 and GI[m * k + c] > 0:
+            g = GI[m * k + c]
+            count += 1
+            if g > 1e100 or g < 1e-100:
+                acc += log(g)
+            else:
+                p *= g
+                if p > 1e200 or p < 1e-200:
+                    acc += log(p)
+                    p = 1.0
+    acc += log(p)
+    return 0.5 * acc - count * _HALF_LOG_2PI
 
 
 cdef class NBABank:
@@ -89,7 +115,7 @@ cdef class NBABank:
     # per (learner, numeric feature, class): the Gaussian's mean, 1 / variance and
     # -log(variance)/2 - log(2 pi)/2, refreshed when the class learns a row (and
     # every class's when the learner's pooled variance is refreshed)
-    cdef cnp.ndarray _gmean, _ginv, _glog
+    cdef cnp.ndarray _gmean, _ginv, _gsum
     cdef cnp.ndarray _offset, _numeric_index
     cdef double[::1] _scores
     # predict(x) keeps the scores it computed; learn(x) of the same row starts from them
@@ -126,7 +152,7 @@ cdef class NBABank:
         self.s2 = np.zeros((N, max(numeric, 1), k))
         self._gmean = np.zeros((N, max(numeric, 1), k))
         self._ginv = np.zeros((N, max(numeric, 1), k))
-        self._glog = np.zeros((N, max(numeric, 1), k))
+        self._gsum = np.zeros((N, k))
         self.var_pool = np.zeros((N, max(numeric, 1)))  # the prior's pooled variance per numeric feature
         self.pool_weight = np.zeros(N)  # the learner's total weight when var_pool was refreshed
         self.mc_right = np.zeros(N)
@@ -159,7 +185,7 @@ cdef class NBABank:
         cdef const double* S0 = <const double*> cnp.PyArray_DATA(self.s0) + n * nn * k
         cdef const double* GM = <const double*> cnp.PyArray_DATA(self._gmean) + n * nn * k
         cdef const double* GI = <const double*> cnp.PyArray_DATA(self._ginv) + n * nn * k
-        cdef const double* GL = <const double*> cnp.PyArray_DATA(self._glog) + n * nn * k
+        cdef const double* GS = <const double*> cnp.PyArray_DATA(self._gsum) + n * k
         cdef const long long* off = <const long long*> cnp.PyArray_DATA(self._offset)
         cdef const long long* num = <const long long*> cnp.PyArray_DATA(self._numeric_index)
         cdef const long long* vals = <const long long*> cnp.PyArray_DATA(self.values)
@@ -180,7 +206,14 @@ cdef class NBABank:
                 if S0[m * k + c] <= 0:
                     continue  # no value of this feature seen with class c: it says nothing
                 z = x[j] - GM[m * k + c]
-                s += -0.5 * z * z * GI[m * k + c] + GL[m * k + c]
+                s += -0.5 * z * z * GI[m * k + c]
+        if self.n_numeric:
+            s += GS[c]  # every numeric feature's log-variance term ...
+            for j in range(self.d):  # ... less those of the features x lacks
+                if vals[j] == 0 and isnan(x[j]):
+                    m = num[j]
+                    if S0[m * k + c] > 0 and GI[m * k + c] > 0:
+                        s -= 0.5 * log(GI[m * k + c]) - _HALF_LOG_2PI
         return s
 
     cdef int _best(self, const double* scores) noexcept nogil:
@@ -243,13 +276,19 @@ cdef class NBABank:
             out[n] = self._predict(n, &x[0])
 
     cdef void _gauss(self, idx_t n, idx_t m, idx_t c) noexcept nogil:
-        """Recompute the Gaussian terms of (learner n, numeric feature m, class c) from its sums (S0 > 0)."""
+        """Recompute the Gaussian of (learner n, numeric feature m, class c) from its sums (S0 > 0)."""
         cdef idx_t k = self.n_classes, i = (n * max(self.n_numeric, 1) + m) * k + c
         _gaussian((<const double*> cnp.PyArray_DATA(self.s0))[i], (<const double*> cnp.PyArray_DATA(self.s1))[i],
                   (<const double*> cnp.PyArray_DATA(self.s2))[i], self.var_prior,
                   (<const double*> cnp.PyArray_DATA(self.var_pool))[n * max(self.n_numeric, 1) + m],
-                  <double*> cnp.PyArray_DATA(self._gmean) + i, <double*> cnp.PyArray_DATA(self._ginv) + i,
-                  <double*> cnp.PyArray_DATA(self._glog) + i)
+                  <double*> cnp.PyArray_DATA(self._gmean) + i, <double*> cnp.PyArray_DATA(self._ginv) + i)
+
+    cdef void _sum_logs(self, idx_t n, idx_t c) noexcept nogil:
+        """Refresh learner n's log-variance sum of class c."""
+        cdef idx_t k = self.n_classes, nn = max(self.n_numeric, 1)
+        (<double*> cnp.PyArray_DATA(self._gsum))[n * k + c] = _half_log_sum(
+            <const double*> cnp.PyArray_DATA(self.s0) + n * nn * k,
+            <const double*> cnp.PyArray_DATA(self._ginv) + n * nn * k, self.n_numeric, k, c)
 
     cdef void _refresh(self, idx_t n) noexcept nogil:
         """Learner n's pooled variance per numeric feature from its sums, then every class's Gaussian."""
@@ -280,6 +319,8 @@ cdef class NBABank:
             for c in range(k):
                 if S0[(n * nn + m) * k + c] > 0:
                     self._gauss(n, m, c)
+        for c in range(k):
+            self._sum_logs(n, c)
 
     cdef void _end_row(self, idx_t n) noexcept nogil:
         """After learner n learnt a row: refresh its prior once its total weight has doubled since the last time."""
@@ -303,7 +344,6 @@ cdef class NBABank:
         cdef double* S2 = <double*> cnp.PyArray_DATA(self.s2) + n * nn * k
         cdef double* GM = <double*> cnp.PyArray_DATA(self._gmean) + n * nn * k
         cdef double* GI = <double*> cnp.PyArray_DATA(self._ginv) + n * nn * k
-        cdef double* GL = <double*> cnp.PyArray_DATA(self._glog) + n * nn * k
         cdef const double* VP = <const double*> cnp.PyArray_DATA(self.var_pool) + n * nn
         cdef double a = self.var_prior
         cdef const long long* off = <const long long*> cnp.PyArray_DATA(self._offset)
@@ -335,7 +375,9 @@ cdef class NBABank:
                 S1[m * k + label] += weight * x[j]
                 S2[m * k + label] += weight * x[j] * x[j]
                 _gaussian(S0[m * k + label], S1[m * k + label], S2[m * k + label], a, VP[m],
-                          &GM[m * k + label], &GI[m * k + label], &GL[m * k + label])
+                          &GM[m * k + label], &GI[m * k + label])
+        if self.n_numeric:
+            self._sum_logs(n, label)
         scores[label] = self._class_score(n, x, label)  # the only score the row changed
 
     cdef void _start(self, idx_t n, const double* x, bint same, double* scores) noexcept nogil:
@@ -419,7 +461,7 @@ cdef class NBABank:
                 getattr(self, name)[...] = np.asarray(state[name])
             else:
                 getattr(self, name)[...] = 0.0
-        cdef double[:, :, ::1] S0 = self.s0, GM = self._gmean, GI = self._ginv, GL = self._glog
+        cdef double[:, :, ::1] S0 = self.s0, GM = self._gmean, GI = self._ginv
         for n in range(self.n_learners):
             if missing and self.var_prior > 0:
                 self._refresh(n)
@@ -428,5 +470,7 @@ cdef class NBABank:
                     if m < self.n_numeric and S0[n, m, c] > 0:
                         self._gauss(n, m, c)
                     else:
-                        GM[n, m, c] = GI[n, m, c] = GL[n, m, c] = 0.0
+                        GM[n, m, c] = GI[n, m, c] = 0.0
+            for c in range(k):
+                self._sum_logs(n, c)
         self._forget()

@@ -6,6 +6,8 @@ import pytest
 
 from mpiboost._ext import _nba, _simplex
 
+HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
 
 class Leaf:
     """One adaptive leaf, written out: the rules of mpiboost._ext._nba, one dict per statistic."""
@@ -25,13 +27,33 @@ class Leaf:
         if self.a > 0:  # (M2 + a v) / (S0 + a) = num / den; no term while the pooled v is 0
             v = self.pool.get(j, 0.0)
             if v <= 0:
-                return mean, 0.0, 0.0
+                return mean, 0.0
             den = m[0] + self.a
             num = max(m[2] - m[1] * mean, 0.0) + self.a * v
-            inv = den / num
-            return mean, inv, 0.5 * math.log(inv) - 0.5 * math.log(2 * math.pi)
+            return mean, den / num
         var = max(m[2] / m[0] - mean * mean, 0.0) + _nba.VAR_FLOOR
-        return mean, 1.0 / var, -0.5 * math.log(var) - 0.5 * math.log(2 * math.pi)
+        return mean, 1.0 / var
+
+    def half_log_sum(self, c):
+        """Class c's sum of log(1/var)/2 - log(2 pi)/2 over its numeric features, as the bank multiplies it out."""
+        p, acc, count = 1.0, 0.0, 0
+        for j, nv in enumerate(self.values):
+            m = self.moments.get((j, c))
+            if nv or not m or m[0] <= 0:
+                continue
+            g = self.gaussian(j, m)[1]
+            if g <= 0:
+                continue
+            count += 1
+            if g > 1e100 or g < 1e-100:
+                acc += math.log(g)
+            else:
+                p *= g
+                if p > 1e200 or p < 1e-200:
+                    acc += math.log(p)
+                    p = 1.0
+        acc += math.log(p)
+        return 0.5 * acc - count * HALF_LOG_2PI
 
     def end_row(self):
         """After a row: once the total weight has doubled since the last refresh, the pooled variances anew."""
@@ -75,9 +97,17 @@ class Leaf:
                     m = self.moments.get((j, c))
                     if not m or m[0] <= 0:
                         continue
-                    mean, inv, const = self.gaussian(j, m)
+                    mean, inv = self.gaussian(j, m)
                     z = v - mean
-                    s += -0.5 * z * z * inv + const
+                    s += -0.5 * z * z * inv
+            if any(not nv for nv in self.values):
+                s += self.half_log_sum(c)  # every numeric feature's log-variance term, less the missing ones'
+                for j, v in enumerate(x):
+                    m = self.moments.get((j, c))
+                    if not self.values[j] and math.isnan(v) and m and m[0] > 0:
+                        inv = self.gaussian(j, m)[1]
+                        if inv > 0:
+                            s -= 0.5 * math.log(inv) - HALF_LOG_2PI
             if s > best_score:
                 best, best_score = c, s
         return best
