@@ -214,6 +214,23 @@ def _add_stream_options(p: argparse.ArgumentParser) -> None:
                    help="nominal features (value counts, Laplace-smoothed; the others Gaussian): auto = the "
                    "features whose values are all integer codes 0..15, none, or 0-based feature indices "
                    "(default auto)")
+    g.add_argument("--weak-learner", choices=("nba", "hoeffding"), default="nba",
+                   help="nba: naive-Bayes-adaptive leaves (naive Bayes or the majority class, whichever has been "
+                   "right more often); hoeffding: depth-1 Hoeffding trees with such a leaf at the root (the paper's "
+                   "code's learner; splits need thousands of rows) (default nba)")
+    g.add_argument("--var-prior", type=float, default=None, metavar="A",
+                   help="each class's Gaussian variance is shrunk toward the learner's pooled variance of the "
+                   "feature with the weight of A examples; 0: the class's own variance plus a tiny floor, as "
+                   "river's leaves (default 1)")
+    g.add_argument("--grace-period", type=float, default=None, metavar="W",
+                   help="hoeffding: weight learnt between split tries (default 200)")
+    g.add_argument("--split-delta", type=float, default=None, metavar="D",
+                   help="hoeffding: the Hoeffding bound's confidence delta (default 1e-7)")
+    g.add_argument("--split-tau", type=float, default=None, metavar="T",
+                   help="hoeffding: split anyway once the bound is below T (default 0.05)")
+    g.add_argument("--split-children", choices=("majority", "nba"), default=None,
+                   help="hoeffding: a split's leaves predict their majority class (river at depth 1) or are "
+                   "naive-Bayes-adaptive leaves (default majority)")
     g.add_argument("--predictions", metavar="P.csv",
                    help="write every example's prequential predictions: position, row (in the files), label, "
                    "randomised prediction, argmax (the data's own labels)")

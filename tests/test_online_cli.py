@@ -116,3 +116,20 @@ def test_a_damaged_model_is_refused(stream, tmp_path):
         f["learners/s0"] = np.zeros((3, 1, 3))
     proc = run_cli(["evaluate", "--model", str(model), "--data", str(path)])
     assert proc.returncode == 2 and "s0" in proc.stderr
+
+
+def test_hoeffding_trees_split_and_give_the_same_model_on_any_number_of_ranks(stream, tmp_path):
+    path, _, _ = stream
+    exports = set()
+    for n in (1, 3):
+        model = tmp_path / f"h{n}.h5"
+        s = _train(path, model, "--weak-learner", "hoeffding", "--grace-period", "20", "--split-tau", "0.3",
+                   "--split-children", "nba", "--block-size", "8", n=n)
+        assert s["weak_learner"]["kind"] == "hoeffding"
+        exports.add(_export(model))
+    assert len(exports) == 1
+    doc = json.loads(exports.pop())
+    assert doc["learner"]["grace_period"] == 20 and any(f >= 0 for f in doc["learners"]["split_feature"])
+    proc = run_cli(["train", "--algo", "online-agnostic", "--data", str(path), "--model", str(tmp_path / "x.h5"),
+                    "--grace-period", "20"])
+    assert proc.returncode == 2 and "--weak-learner hoeffding" in proc.stderr

@@ -32,6 +32,7 @@ import numpy as np
 
 from .._ext import _nba, _simplex
 from .base import OnlineBooster, StreamRandom
+from .learners import make_bank
 
 LABEL_DTYPE = np.int16  # a label on the wire; k <= MAX_CLASSES fits
 MAX_CLASSES = np.iinfo(LABEL_DTYPE).max
@@ -92,12 +93,15 @@ class StreamState:
 
 
 def start(booster: OnlineBooster, values, *, rank: int = 0, size: int = 1, n: int, test_fraction: float = 0.2,
-          seed: int = 0, keep_predictions: bool = False) -> StreamState:
-    """A fresh pass over a stream of ``n`` examples (``values``: per feature its nominal values, 0: numeric)."""
+          seed: int = 0, keep_predictions: bool = False, learner: Optional[dict] = None) -> StreamState:
+    """A fresh pass over a stream of ``n`` examples (``values``: per feature its nominal values, 0: numeric).
+
+    ``learner``: the weak learners' spec (:func:`mpiboost.online.learners.spec`; None: the defaults).
+    """
     if booster.n_classes > MAX_CLASSES:
         raise ValueError(f"at most {MAX_CLASSES} classes, got {booster.n_classes}")
     lo, hi = learner_slice(booster.n_learners, size, rank)
-    bank = _nba.NBABank(hi - lo, booster.n_classes, values) if hi > lo else None
+    bank = make_bank(learner or {}, hi - lo, booster.n_classes, values) if hi > lo else None
     test_start = n - int(round(test_fraction * n))
     return StreamState(booster, bank, lo, hi, size, test_start, int(seed), predictions=[] if keep_predictions else None)
 
@@ -197,7 +201,7 @@ def blocks_of(X: np.ndarray, y: np.ndarray, block_size: int, t0: int = 0):
 
 def prequential(X: np.ndarray, y: np.ndarray, values, n_classes: int, *, algorithm: str = "online-agnostic",
                 params: Optional[dict] = None, seed: int = 0, block_size: int = 1,
-                test_fraction: float = 0.2) -> dict:
+                test_fraction: float = 0.2, learner: Optional[dict] = None) -> dict:
     """One prequential pass over in-memory rows, on this process: the summary of :meth:`StreamCounts.summary`.
 
     Parameters
@@ -213,10 +217,12 @@ def prequential(X: np.ndarray, y: np.ndarray, values, n_classes: int, *, algorit
     seed, block_size, test_fraction
         The RNG seed, examples per block (1: the sequential algorithm), the
         last part of the stream whose accuracy is ``acc_test``.
+    learner
+        The weak learners (:func:`mpiboost.online.learners.spec`; None: naive-Bayes-adaptive leaves).
     """
     from . import ONLINE
 
     booster = ONLINE[algorithm](n_classes, params, seed)
-    state = start(booster, values, n=len(y), test_fraction=test_fraction, seed=seed)
+    state = start(booster, values, n=len(y), test_fraction=test_fraction, seed=seed, learner=learner)
     run(state, blocks_of(X, np.asarray(y, dtype=np.int64), block_size))
     return state.counts.summary()

@@ -21,7 +21,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import __version__
-from .._ext import _nba
+from . import learners
 from ..atomic import atomic_path
 from ..data import labels as lab
 from ..errors import InputError
@@ -43,6 +43,7 @@ class OnlineModel:
     booster: dict = field(default_factory=dict)  # the booster's own arrays
     feature_names: Optional[list] = None
     info: dict = field(default_factory=dict)
+    learner: dict = field(default_factory=dict)  # the weak learners' spec (mpiboost.online.learners)
     output = "argmax"
     needs_raw = True
     kind = KIND
@@ -68,6 +69,7 @@ class OnlineModel:
             "params": self.params,
             "classes": [lab.plain(c) for c in self.classes],
             "values": [int(v) for v in self.values],
+            "learner": learners.spec(self.learner),
             "feature_names": self.feature_names,
             "info": self.info,
         }
@@ -77,7 +79,7 @@ class OnlineModel:
         from . import ONLINE
 
         booster = ONLINE[self.algorithm](self.n_classes, self.params, int(self.info.get("seed", 0)))
-        bank = _nba.NBABank(self.n_learners, self.n_classes, self.values)
+        bank = learners.make_bank(self.learner, self.n_learners, self.n_classes, self.values)
         bank.set_state(self.learners)
         booster.set_state(self.booster)
         return booster, bank
@@ -153,6 +155,10 @@ class OnlineModel:
         if names is not None and not (isinstance(names, list) and len(names) == len(values)
                                       and all(isinstance(x, str) for x in names)):
             raise InputError(f"{path}: header field 'feature_names' must be {len(values)} strings")
+        try:
+            learner = learners.spec(header.get("learner") or {"var_prior": 0.0})  # format 1 before it: no prior
+        except ValueError as exc:
+            raise InputError(f"{path}: header field 'learner': {exc}") from None
         info = header.get("info") or {}
         if not isinstance(info, dict):
             raise InputError(f"{path}: header field 'info' must be an object")
@@ -164,12 +170,13 @@ class OnlineModel:
             for name, dset in f[group].items():
                 if not isinstance(dset, h5py.Dataset) or dset.size > MAX_ARRAY_ELEMENTS or dset.dtype.kind not in "fiu":
                     raise InputError(f"{path}: {group}/{name} is not a numeric array of a model")
-                arrays[name] = np.asarray(dset[()], dtype=np.float64)
+                value = np.asarray(dset[()])
+                arrays[name] = value.astype(np.int64 if value.dtype.kind in "iu" else np.float64)
             groups[group] = arrays
-        model = cls(algorithm, params, classes, values, groups["learners"], groups["booster"], names, info)
+        model = cls(algorithm, params, classes, values, groups["learners"], groups["booster"], names, info, learner)
         try:
             model.make()  # every shape and value checked against N, k and the features
-        except (ValueError, KeyError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise InputError(f"{path}: the model's arrays do not fit its header ({exc})") from None
         return model
 

@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import CollectiveError, InputError
-from . import ONLINE, driver, source
+from . import ONLINE, driver, learners, source
 from .model import OnlineModel
 
 REPORTS = 100  # --metrics records over the stream (and the progress bar's refreshes)
@@ -51,6 +51,12 @@ def check_options(args) -> None:
     if not 0 <= args.seed < 2**63:
         raise CollectiveError(f"--seed must be in 0..2**63-1, got {args.seed}")
     args.nominal_parsed = source.parse_nominal(args.nominal)
+    try:
+        args.learner = learners.spec({"kind": args.weak_learner, "var_prior": args.var_prior,
+                                      "grace_period": args.grace_period, "split_delta": args.split_delta,
+                                      "split_tau": args.split_tau, "split_children": args.split_children})
+    except ValueError as exc:
+        raise CollectiveError(str(exc)) from None
 
 
 class _Progress:
@@ -152,7 +158,7 @@ def run(comm, args, params: dict) -> int:
     booster = cls(len(info.classes), params, args.seed)
     state = driver.start(booster, info.values, rank=comm.rank, size=comm.size, n=info.n,
                          test_fraction=args.test_fraction, seed=args.seed,
-                         keep_predictions=bool(args.predictions) and comm.is_center)
+                         keep_predictions=bool(args.predictions) and comm.is_center, learner=args.learner)
     order = source.order_of(info.n, args.shuffle)
     allgather = _exchange(comm) if comm.size > 1 else None  # one rank holds every learner: nothing to exchange
     bar = _Progress(False if args.quiet else None, info.n, args.algo) if comm.is_center else None
@@ -171,7 +177,7 @@ def run(comm, args, params: dict) -> int:
     code = 0
     if comm.is_center:
         parts = [p for p in parts if p is not None]
-        learners = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+        stats = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
         stream_s = t_stream - t_loop
         summary = {
             "algorithm": args.algo,
@@ -180,6 +186,7 @@ def run(comm, args, params: dict) -> int:
             "d": info.d,
             "nominal": info.nominal,
             "n_learners": booster.n_learners,
+            "weak_learner": args.learner,
             "block_size": args.block_size,
             "blocks": state.blocks,
             "ranks": comm.size,
@@ -195,10 +202,10 @@ def run(comm, args, params: dict) -> int:
             "examples_per_s": info.n / stream_s if stream_s > 0 else None,
             "model": args.model,
         }
-        model = OnlineModel(args.algo, booster.params, info.classes, info.values, learners, booster.get_state(),
+        model = OnlineModel(args.algo, booster.params, info.classes, info.values, stats, booster.get_state(),
                             info.feature_names, {k: summary[k] for k in ("n", "acc_test", "acc_all", "exp_test",
                                                                          "argmax_test", "block_size", "seed",
-                                                                         "shuffle")})
+                                                                         "shuffle")}, args.learner)
         message = save_model(model, args.model) or ""
         if args.metrics:
             try:

@@ -1,0 +1,61 @@
+"""The online weak learners: a bank of N of them, made from a small spec that a model file records.
+
+``nba`` (default): naive-Bayes-adaptive leaves (:class:`mpiboost._ext._nba.NBABank`);
+``hoeffding``: depth-1 Hoeffding trees with such a leaf at the root
+(:class:`mpiboost._ext._hoeffding.HoeffdingBank`, the learner of the
+paper's code: river's HoeffdingTreeClassifier, Gini, grace period 200,
+delta 1e-7, tau 0.05). Both take ``var_prior``, the weight of the pooled
+variance that each class's Gaussian variance is shrunk toward (0: the
+class's own variance plus a tiny floor, as river's leaves do).
+"""
+from __future__ import annotations
+
+import math
+from typing import Mapping, Optional
+
+from .._ext import _hoeffding, _nba
+
+KINDS = ("nba", "hoeffding")
+CHILDREN = ("majority", "nba")
+DEFAULTS = {"kind": "nba", "var_prior": _nba.VAR_PRIOR, "grace_period": 200.0, "split_delta": 1e-7,
+            "split_tau": 0.05, "split_children": "majority"}
+TREE_OPTIONS = ("grace_period", "split_delta", "split_tau", "split_children")
+
+
+def spec(given: Optional[Mapping] = None) -> dict:
+    """The full, checked learner spec from the given entries (ValueError naming the option)."""
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"unknown weak-learner option(s) {', '.join(unknown)}")
+    out = {**DEFAULTS, **{k: v for k, v in given.items() if v is not None}}
+    if out["kind"] not in KINDS:
+        raise ValueError(f"--weak-learner must be one of {', '.join(KINDS)}, not {out['kind']!r}")
+    if out["kind"] == "nba":
+        extra = [k for k in TREE_OPTIONS if given.get(k) is not None and given[k] != DEFAULTS[k]]
+        if extra:
+            raise ValueError(f"--{extra[0].replace('_', '-')} is an option of --weak-learner hoeffding")
+    a = float(out["var_prior"])
+    if not (math.isfinite(a) and 0 <= a <= 1e6):
+        raise ValueError(f"--var-prior must be in [0, 1e6], got {out['var_prior']}")
+    g, d, tau = float(out["grace_period"]), float(out["split_delta"]), float(out["split_tau"])
+    if not (math.isfinite(g) and g > 0):
+        raise ValueError(f"--grace-period must be > 0, got {out['grace_period']}")
+    if not 0 < d < 1:
+        raise ValueError(f"--split-delta must be in (0, 1), got {out['split_delta']}")
+    if not (math.isfinite(tau) and tau >= 0):
+        raise ValueError(f"--split-tau must be >= 0, got {out['split_tau']}")
+    if out["split_children"] not in CHILDREN:
+        raise ValueError(f"--split-children must be one of {', '.join(CHILDREN)}")
+    out.update(var_prior=a, grace_period=g, split_delta=d, split_tau=tau)
+    return out
+
+
+def make_bank(learner: Mapping, n_learners: int, n_classes: int, values):
+    """A bank of ``n_learners`` fresh weak learners of ``learner`` (a :func:`spec`)."""
+    s = spec(learner)
+    if s["kind"] == "nba":
+        return _nba.NBABank(n_learners, n_classes, values, s["var_prior"])
+    return _hoeffding.HoeffdingBank(n_learners, n_classes, values, grace_period=s["grace_period"],
+                                    delta=s["split_delta"], tau=s["split_tau"], var_prior=s["var_prior"],
+                                    nba_children=s["split_children"] == "nba")
