@@ -33,7 +33,7 @@ STARTS = ("uniform", "label")
 
 N_LEARNERS = Param("n_learners", int, 100, "weak learners N (online naive-Bayes-adaptive leaves)", low=1,
                    high=100_000)
-GAMMA = Param("gamma", float, 0.5, "the weak learners' assumed advantage gamma: D = proj(votes / (gamma N)), "
+GAMMA = Param("gamma", float, 1.0, "the weak learners' assumed advantage gamma: D = proj(votes / (gamma N)), "
               "OGD step eta = gamma / sqrt(N)", low=0.0, low_open=True, high=1.0)
 
 
