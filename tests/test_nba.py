@@ -325,3 +325,40 @@ def test_an_older_state_without_the_prior_takes_it_from_the_statistics():
     c = _nba.NBABank(3, 3, values, var_prior=0)
     c.set_state(old)
     assert not np.asarray(c.var_pool).any()
+
+
+@pytest.mark.parametrize("relabel", ["fractional", "random"])
+def test_threads_give_the_same_learners(relabel):
+    """A bank big enough to run its learners in parallel: bit for bit the same on 1 and 2 threads."""
+    from mpiboost._ext import _openmp
+
+    rng = np.random.default_rng(21)
+    k, N, n, d = 5, 60, 40, 20
+    assert N * k * (d + 1) >= _nba.PARALLEL_CELLS
+    X = rng.standard_normal((n, d)) + rng.integers(0, k, n)[:, None]
+    X[rng.random(X.shape) < 0.02] = np.nan
+    y = rng.integers(0, k, n)
+    states, preds = [], []
+    before = _openmp.get_max_threads()
+    try:
+        for threads in (1, 2):
+            _openmp.set_num_threads(threads)
+            bank = _nba.NBABank(N, k, [0] * d)
+            out, got = np.empty(N, dtype=np.int32), []
+            for t in range(n):
+                x = np.ascontiguousarray(X[t])
+                bank.predict(x, out)
+                got.append(out.copy())
+                P = np.empty((N + 1, k))
+                _simplex.ogd_chain(out, int(y[t]), 0.5, 0.5 / math.sqrt(N), P)
+                if relabel == "fractional":
+                    bank.learn(x, P)
+                else:
+                    bank.learn_labels(x, out)
+            states.append(bank.get_state())
+            preds.append(np.array(got))
+    finally:
+        _openmp.set_num_threads(max(1, before))
+    np.testing.assert_array_equal(preds[0], preds[1])
+    for name in states[0]:
+        np.testing.assert_array_equal(states[0][name], states[1][name], err_msg=name)
