@@ -42,17 +42,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport log, isnan, INFINITY
 
-from cython.parallel cimport prange
-
 from _typedefs cimport idx_t, cls_t
-
-cdef extern from "_openmp_shim.h":
-    int mb_get_max_threads() nogil
-
-# Learners per example below which one thread does the work: a parallel region
-# costs microseconds, as much as a small bank's whole example.
-PARALLEL_CELLS = 4000
-cdef long PARALLEL_CELLS_C = PARALLEL_CELLS
 
 cnp.import_array()
 
@@ -269,13 +259,6 @@ cdef class NBABank:
                 return False
         return True
 
-    cdef int _threads(self) noexcept nogil:
-        """Threads for one example: all of them for a bank with enough work, else one."""
-        cdef int t = mb_get_max_threads()
-        if t <= 1 or self.n_learners * self.n_classes * (self.d + 1) < PARALLEL_CELLS_C:
-            return 1
-        return t if t < self.n_learners else <int> self.n_learners
-
     cdef void _forget(self) noexcept nogil:
         cdef idx_t n
         for n in range(self.n_learners):
@@ -289,8 +272,7 @@ cdef class NBABank:
         self._forget()
         for j in range(self.d):
             self._cache_x[j] = x[j]
-        cdef int nt = self._threads()
-        for n in prange(self.n_learners, nogil=True, schedule="static", num_threads=nt):
+        for n in range(self.n_learners):
             out[n] = self._predict(n, &x[0])
 
     cdef void _gauss(self, idx_t n, idx_t m, idx_t c) noexcept nogil:
@@ -401,9 +383,8 @@ cdef class NBABank:
     cdef void _start(self, idx_t n, const double* x, bint same, double* scores) noexcept nogil:
         cdef idx_t c
         if same and self._cached[n]:
-            if scores != &self._cache[n, 0]:
-                for c in range(self.n_classes):
-                    scores[c] = self._cache[n, c]
+            for c in range(self.n_classes):
+                scores[c] = self._cache[n, c]
         else:
             for c in range(self.n_classes):
                 scores[c] = self._class_score(n, x, c)
@@ -417,15 +398,13 @@ cdef class NBABank:
         cdef idx_t n, l
         if x.shape[0] != self.d or P.shape[1] != self.n_classes or P.shape[0] < self.n_learners + first:
             raise ValueError("x must have d values and P at least N rows of k weights")
+        cdef double* sc = &self._scores[0]
         cdef bint same = self._same_row(&x[0])
-        cdef int nt = self._threads()
-        # learner n's scores live in its own row of the cache: the learners are independent, so the
-        # threads share nothing and every learner's arithmetic is the same for any number of them
-        for n in prange(self.n_learners, nogil=True, schedule="static", num_threads=nt):
-            self._start(n, &x[0], same, &self._cache[n, 0])
+        for n in range(self.n_learners):
+            self._start(n, &x[0], same, sc)
             for l in range(self.n_classes):
                 if P[n + first, l] > 0:
-                    self._learn(n, &x[0], <int> l, P[n + first, l], &self._cache[n, 0])
+                    self._learn(n, &x[0], <int> l, P[n + first, l], sc)
             self._end_row(n)
         self._forget()  # the statistics moved: the scores of predict no longer hold
 
@@ -449,12 +428,12 @@ cdef class NBABank:
             w = np.ascontiguousarray(weights, dtype=np.float64)
             if w.shape[0] != self.n_learners or not np.all(np.isfinite(w)) or np.any(np.asarray(w) < 0):
                 raise ValueError("weights must be N finite values >= 0")
+        cdef double* sc = &self._scores[0]
         cdef bint same = self._same_row(&x[0])
-        cdef int nt = self._threads()
-        for n in prange(self.n_learners, nogil=True, schedule="static", num_threads=nt):
+        for n in range(self.n_learners):
             if w[n] > 0:
-                self._start(n, &x[0], same, &self._cache[n, 0])
-                self._learn(n, &x[0], labels[n], w[n], &self._cache[n, 0])
+                self._start(n, &x[0], same, sc)
+                self._learn(n, &x[0], labels[n], w[n], sc)
                 self._end_row(n)
         self._forget()
 

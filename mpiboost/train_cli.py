@@ -446,10 +446,6 @@ def _train_online(args: argparse.Namespace) -> int:
     timeout = stall_timeout(args.stall_timeout)
     params = algorithm_params(args)
     comm = world()
-    from ._ext import _openmp
-
-    args.threads = args.threads or comm.default_threads()
-    _openmp.set_num_threads(args.threads)  # the bank runs its learners on these (same result for any number)
     watchdog.start(comm, timeout)
     return online_train.run(comm, args, params)
 

@@ -190,7 +190,6 @@ def run(comm, args, params: dict) -> int:
             "block_size": args.block_size,
             "blocks": state.blocks,
             "ranks": comm.size,
-            "threads": args.threads,
             "shuffle": args.shuffle,
             "seed": args.seed,
             "bytes_sent": sent,  # by all ranks together
