@@ -107,3 +107,17 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     except BaseException:
         discard(tmp)
         raise
+
+
+def write_bytes(path: str | os.PathLike, data) -> None:
+    """Write ``data`` (bytes or a buffer) to ``path`` atomically, flushed to disk before the rename.
+
+    Models are built in memory and written with plain file I/O: a full disk
+    then raises OSError, where HDF5's own failed writes can leave its library
+    in a state that crashes the process.
+    """
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())

@@ -26,7 +26,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import __version__
-from .atomic import atomic_path
+from .atomic import write_bytes
 from .data import labels as lab
 from .data.binning import MAX_EDGES, BinMapper, check_flat
 from .data.format import MAX_FEATURES, check_stored
@@ -268,11 +268,7 @@ class Model:
             b = f.create_group("bins")
             b.create_dataset("edges", data=flat)
             b.create_dataset("offsets", data=offsets)
-        with atomic_path(path) as tmp:
-            with open(tmp, "wb") as out:
-                out.write(buf.getbuffer())
-                out.flush()
-                os.fsync(out.fileno())
+        write_bytes(path, buf.getbuffer())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import __version__
 from . import learners
-from ..atomic import atomic_path
+from ..atomic import write_bytes
 from ..data import labels as lab
 from ..errors import InputError
 
@@ -117,11 +117,7 @@ class OnlineModel:
                 g = f.create_group(group)
                 for name, value in arrays.items():
                     g.create_dataset(name, data=np.asarray(value))
-        with atomic_path(path) as tmp:
-            with open(tmp, "wb") as out:
-                out.write(buf.getbuffer())
-                out.flush()
-                os.fsync(out.fileno())
+        write_bytes(path, buf.getbuffer())
 
     @classmethod
     def read(cls, f, header: dict, path: str) -> "OnlineModel":
