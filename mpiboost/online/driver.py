@@ -88,7 +88,6 @@ class StreamState:
     seed: int
     counts: StreamCounts = field(default_factory=StreamCounts)
     predictions: Optional[list] = None  # kept when asked: (randomised, argmax) per example
-    bytes_sent: int = 0
     blocks: int = 0
 
 
@@ -177,7 +176,6 @@ def process_block(state: StreamState, X: np.ndarray, y: np.ndarray, t0: int,
         labels = own
     else:
         flat = allgather(np.ascontiguousarray(own, dtype=LABEL_DTYPE).ravel())
-        state.bytes_sent += own.size * np.dtype(LABEL_DTYPE).itemsize
         labels = join_labels(split_flat(flat, len(y), state.booster.n_learners, state.size), state.booster.n_learners)
     finish_block(state, X, y, t0, labels)
 
