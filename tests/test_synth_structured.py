@@ -376,3 +376,16 @@ def test_cli_help_and_bad_input(tmp_path):
         assert name in r.stdout
     r = _synth("multisource", "--n", "10", "--domains", "3", "--d", "3", "--out", str(tmp_path / "x.h5"))
     assert r.returncode == 2 and "--d" in r.stderr
+
+
+def test_multitask_paper_noise_cycles_5_10_15_percent():
+    for dataset, J in ((1, 3), (2, 6)):
+        data = multitask.generate(20000, seed=3, dataset=dataset, paper_noise=True)
+        want = [multitask.PAPER_NOISE[j % 3] for j in range(J)]
+        np.testing.assert_array_equal(data.extra["task_noise"], want)
+        for j in range(J):
+            rows = data.domain == j
+            rate = np.mean(data.y[rows] != data.extra["y_clean"][rows])
+            assert abs(rate - want[j]) < 0.01, (dataset, j, rate)
+    with pytest.raises(ValueError):
+        multitask.generate(10, dataset=1, paper_noise=True, task_noise=[0.1, 0.1, 0.1])
