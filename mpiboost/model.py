@@ -35,7 +35,9 @@ from .errors import InputError
 MODEL_FORMAT = 2  # 2: classes, output and the right-hand value of each stump; format 1 files still load
 READABLE_FORMATS = (1, 2)
 OUTPUTS = ("sign", "argmax")
-VOTES = ("weighted", "majority", "q-weighted")  # what the algorithms write (Algorithm.vote)
+# What the algorithms write (Algorithm.vote); "task": stump t votes only for the rows of
+# task domain[t] (one ensemble per task, multi-task boosting).
+VOTES = ("weighted", "majority", "q-weighted", "task")
 # Longest header (JSON characters) a model file may have. json.loads needs
 # several times the text in memory, so a longer one is refused unparsed; a
 # Q-ensemble's classifier (about 100 characters a feature) fits for models
@@ -173,17 +175,22 @@ class Model:
             np.ascontiguousarray(c[sl], dtype=np.float64),
         )
 
-    def decision_function(self, cols: np.ndarray, X: Optional[np.ndarray] = None) -> np.ndarray:
+    def decision_function(self, cols: np.ndarray, X: Optional[np.ndarray] = None,
+                          task: Optional[np.ndarray] = None) -> np.ndarray:
         """Ensemble scores for feature-major bins ``cols`` (d, n) uint8.
 
         ``output = "sign"``: ``sum_t coef_t h_t(x)``, shape (n,); a Q-ensemble
         weighs stump t by ``Q(domain_t|x)`` and needs the raw rows ``X`` (n, d)
-        for the domain classifier. ``output = "argmax"``: per-class sums
-        ``sum_t coef_t [h_t(x) = c]``, shape (n, K).
+        for the domain classifier; a task model (``vote = "task"``) sums, for
+        each row, the stumps of the row's own task (``task``: the rows' task
+        ids). ``output = "argmax"``: per-class sums ``sum_t coef_t [h_t(x) = c]``,
+        shape (n, K).
         """
         from ._ext import _predict
 
         cols = np.ascontiguousarray(cols, dtype=np.uint8)
+        if self.vote == "task":
+            return self._task_scores(cols, task)
         if self.output == "argmax":
             from ._ext import _multiclass
 
@@ -200,13 +207,36 @@ class Model:
         _predict.predict_binned_q(cols, *self._arrays(), np.ascontiguousarray(self.domain, dtype=np.int32), Q, out)
         return out
 
-    def predict_index(self, cols: np.ndarray, X: Optional[np.ndarray] = None) -> np.ndarray:
-        """Class index (into :attr:`classes`) of every row: argmax, or 1 where the sign score is >= 0."""
-        return index_of_scores(self.decision_function(cols, X))
+    def _task_scores(self, cols: np.ndarray, task: Optional[np.ndarray]) -> np.ndarray:
+        """Each row's score under its own task's ensemble (the stumps whose domain is the row's task)."""
+        from ._ext import _predict
 
-    def predict(self, cols: np.ndarray, X: Optional[np.ndarray] = None) -> np.ndarray:
+        if task is None:
+            if len(self.domain_names or []) > 1:
+                raise ValueError("this model has one ensemble per task: pass every row's task")
+            task = np.zeros(cols.shape[1], dtype=np.int64)  # a single task
+        task = np.asarray(task)
+        out = np.zeros(cols.shape[1], dtype=np.float64)
+        arrays = self._arrays()
+        for k in np.unique(task):
+            rows = np.flatnonzero(task == k)
+            mine = self.domain == k
+            if not mine.any():
+                continue  # a task without a stump scores 0 (the first class's sign, +1)
+            part = np.empty(len(rows), dtype=np.float64)
+            _predict.predict_binned(np.ascontiguousarray(cols[:, rows]),
+                                    *(np.ascontiguousarray(a[mine]) for a in arrays), part)
+            out[rows] = part
+        return out
+
+    def predict_index(self, cols: np.ndarray, X: Optional[np.ndarray] = None,
+                      task: Optional[np.ndarray] = None) -> np.ndarray:
+        """Class index (into :attr:`classes`) of every row: argmax, or 1 where the sign score is >= 0."""
+        return index_of_scores(self.decision_function(cols, X, task))
+
+    def predict(self, cols: np.ndarray, X: Optional[np.ndarray] = None, task: Optional[np.ndarray] = None) -> np.ndarray:
         """Internal codes for feature-major bins: -1/+1 (``output = "sign"``; a zero score gives +1) or class indices."""
-        score = self.decision_function(cols, X)
+        score = self.decision_function(cols, X, task)
         if self.output == "argmax":
             return index_of_scores(score)
         return np.where(score >= 0, 1, -1).astype(np.int8)
@@ -218,16 +248,16 @@ class Model:
             values = values.astype(lab.y_dtype(self.classes) if lab.stores_as_values(self.classes) else np.int64)
         return values[np.asarray(index, dtype=np.intp)]
 
-    def predict_raw(self, X: np.ndarray) -> np.ndarray:
-        """The user's labels for raw ``(n, d)`` feature values (binned with the model's edges)."""
+    def predict_raw(self, X: np.ndarray, task: Optional[np.ndarray] = None) -> np.ndarray:
+        """The user's labels for raw ``(n, d)`` feature values (binned with the model's edges); ``task``: a task model's row tasks."""
         X = np.asarray(X)
         cols = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
         self.bins.transform(X, out=cols.T)
-        return self.labels_of(self.predict_index(cols, X if self.needs_raw else None))
+        return self.labels_of(self.predict_index(cols, X if self.needs_raw else None, task))
 
-    def scorer(self, cols: np.ndarray, X: Optional[np.ndarray] = None) -> "Scorer":
+    def scorer(self, cols: np.ndarray, X: Optional[np.ndarray] = None, task: Optional[np.ndarray] = None) -> "Scorer":
         """A :class:`Scorer` of these rows that follows the model as stumps are added."""
-        return Scorer(self, cols, X)
+        return Scorer(self, cols, X, task)
 
     # -------------------------------------------------------------- files
     def _header(self) -> dict:
@@ -355,7 +385,11 @@ class Model:
         if self.output == "sign" and self.n_classes != 2:
             raise InputError(f"{where}: a sign model has two classes, not {self.n_classes}")
         clf = self.domain_classifier
-        if clf is None:
+        if self.vote == "task":
+            J = len(self.domain_names or []) or 1
+            if n and (self.domain.min() < 0 or self.domain.max() >= J):
+                raise InputError(f"{where}: ensemble/domain holds a task outside 0..{J - 1}")
+        elif clf is None:
             if n and np.any(self.domain != -1):
                 raise InputError(f"{where}: ensemble/domain must be -1 in a model without a domain classifier")
         else:
@@ -619,11 +653,21 @@ class Scorer:
     each with its own coefficient (every round votes), in order.
     """
 
-    def __init__(self, model: Model, cols: np.ndarray, X: Optional[np.ndarray] = None) -> None:
+    def __init__(self, model: Model, cols: np.ndarray, X: Optional[np.ndarray] = None,
+                 task: Optional[np.ndarray] = None) -> None:
         self.model, self.cols = model, np.ascontiguousarray(cols, dtype=np.uint8)
         n = self.cols.shape[1]
         self.Q = None
-        if model.domain_classifier is not None:
+        if model.vote == "task":
+            if task is None:
+                if len(model.domain_names or []) > 1:
+                    raise ValueError("this model has one ensemble per task: pass every row's task")
+                task = np.zeros(n, dtype=np.int64)
+            # the "Q" of a task model: row r counts stump t iff r's task is t's task
+            J = max(len(model.domain_names or []), int(np.max(task)) + 1 if len(task) else 1)
+            self.Q = np.zeros((n, J))
+            self.Q[np.arange(n), np.asarray(task, dtype=np.int64)] = 1.0
+        elif model.domain_classifier is not None:
             if X is None:
                 raise ValueError("this model weighs its stumps by Q(k|x): pass the raw features")
             self.Q = model.domain_classifier.proba(X) if n else np.zeros((0, model.domain_classifier.n_domains))

@@ -256,7 +256,9 @@ def setup(algo: Algorithm, inputs: _Inputs, proto: Protocol, seed: int) -> Optio
     except ValueError as exc:
         raise InputError(str(exc)) from None
     v = inputs.valid
-    return None if v is None else algo.model.scorer(v.cols, v.X)
+    if v is None:
+        return None
+    return algo.model.scorer(v.cols, v.X, v.domain if algo.model.vote == "task" else None)
 
 
 def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Protocol) -> Optional[float]:

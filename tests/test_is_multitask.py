@@ -1,0 +1,74 @@
+"""IS multi-task boosting through the CLI: lambda = 0 is AdaBoost per task, the regulariser helps, ranks agree."""
+import json
+
+import numpy as np
+import pytest
+
+from mpi_util import run_cli
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.fixture(scope="module")
+def mt(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mt")
+    train, test = d / "mt1.h5", d / "mt1-test.h5"
+    assert run_cli(["synth", "multitask", "--dataset", "1", "--n", "400", "--paper-noise", "--task-seed", "1",
+                    "--seed", "1", "--out", str(train)]).returncode == 0
+    assert run_cli(["synth", "multitask", "--dataset", "1", "--n", "600", "--task-seed", "1", "--seed", "2",
+                    "--out", str(test)]).returncode == 0
+    return train, test
+
+
+def _train(data, model, *extra, n=1, rounds=60):
+    proc = run_cli(["train", "--data", str(data), "--rounds", str(rounds), "--model", str(model), "--quiet",
+                    *extra], n=n)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _export(model):
+    proc = run_cli(["export", "--model", str(model)])
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_lambda_0_is_adaboost_on_each_task(mt, tmp_path):
+    """With lambda = 0 a step on task k is AdaBoost's round on task k's rows: the same stumps and coefficients."""
+    train, _ = mt
+    _train(train, tmp_path / "is.h5", "--algo", "is-multitask", "--lambda", "0", "--steps-per-visit", "1")
+    doc = _export(tmp_path / "is.h5")
+    for k in range(3):
+        _train(train, tmp_path / f"ada{k}.h5", "--algo", "adaboost", "--train-domain", str(k),
+               rounds=sum(1 for s in doc["ensemble"] if s["domain"] == k))
+        ada = _export(tmp_path / f"ada{k}.h5")["ensemble"]
+        mine = [s for s in doc["ensemble"] if s["domain"] == k]
+        assert [(s["feature"], s["bin"], s["left"], s["missing_left"]) for s in mine] == \
+            [(s["feature"], s["bin"], s["left"], s["missing_left"]) for s in ada]
+        np.testing.assert_allclose([s["coef"] for s in mine], [s["coef"] for s in ada], rtol=1e-9)
+
+
+def test_the_regulariser_helps_related_tasks_and_each_row_uses_its_task(mt, tmp_path):
+    train, test = mt
+    errors = {}
+    for lam in ("0", "0.1"):
+        _train(train, tmp_path / f"m{lam}.h5", "--algo", "is-multitask", "--lambda", lam, rounds=200)
+        proc = run_cli(["evaluate", "--model", str(tmp_path / f"m{lam}.h5"), "--data", str(test)])
+        assert proc.returncode == 0, proc.stderr
+        report = json.loads(proc.stdout)
+        assert set(report["per_domain"]) == {"task1", "task2", "task3"}
+        errors[lam] = report["uniform_error"]
+    assert errors["0.1"] < errors["0"] - 0.01  # this seed: 0.107 against 0.139
+    assert errors["0.1"] < 0.2
+
+
+@pytest.mark.parametrize("mode", ["histogram", "sample"])
+def test_same_model_on_any_number_of_ranks(mt, tmp_path, mode):
+    train, _ = mt
+    exports = []
+    for n, extra in ((1, ()), (3, ()), (4, ("--dedicated-coordinator",))):
+        model = tmp_path / f"m{n}.h5"
+        _train(train, model, "--algo", "is-multitask", "--lambda", "0.3", "--weak-learner", mode, *extra, n=n,
+               rounds=25)
+        exports.append(_export(model))
+    assert all(e == exports[0] for e in exports)
+    assert {s["domain"] for s in exports[0]["ensemble"]} <= {0, 1, 2}
