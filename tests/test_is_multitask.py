@@ -72,3 +72,15 @@ def test_same_model_on_any_number_of_ranks(mt, tmp_path, mode):
         exports.append(_export(model))
     assert all(e == exports[0] for e in exports)
     assert {s["domain"] for s in exports[0]["ensemble"]} <= {0, 1, 2}
+
+
+def test_lambda_and_rounds_chosen_on_validation_rows_alike_on_any_number_of_ranks(mt, tmp_path):
+    train, _ = mt
+    exports = []
+    for n in (1, 2):
+        model = tmp_path / f"auto{n}.h5"
+        _train(train, model, "--algo", "is-multitask", "--lambda", "auto", "--valid-fraction", "0.2",
+               "--steps-per-visit", "2", n=n, rounds=40)
+        exports.append(_export(model))
+    assert exports[0] == exports[1]
+    assert exports[0]["params"]["lam"] in (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)

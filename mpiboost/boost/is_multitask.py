@@ -33,6 +33,8 @@ from .base import Algorithm, Hypothesis, Param
 from .params import SAMPLING
 
 _TASK_DRAW = 0x15A7  # RNG stream of the outer rounds' task draws
+# `--lambda auto`: the paper's experiments' grid; 0 is in it (method C: the tasks alone)
+LAMBDA_GRID = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
 class ISMultitask(Algorithm):
@@ -45,7 +47,8 @@ class ISMultitask(Algorithm):
     parameters = (
         *SAMPLING,
         Param("lam", float, 0.1, "lambda: the weight of each other task's ensemble in a task's risk (0: AdaBoost "
-              "on every task alone)", low=0.0, high=1e6, option="--lambda"),
+              "on every task alone); auto: chosen from the grid with the rounds on validation rows", low=0.0,
+              high=1e6, option="--lambda", grid=LAMBDA_GRID, metavar="LAMBDA|auto"),
         Param("steps_per_visit", int, 5, "steps S on a drawn task before the next task is drawn", low=1,
               high=10_000),
         Param("teacher", str, "all", "the regulariser: every other task's ensemble (all, the paper's Case 1) or "
