@@ -84,3 +84,43 @@ def test_lambda_and_rounds_chosen_on_validation_rows_alike_on_any_number_of_rank
         exports.append(_export(model))
     assert exports[0] == exports[1]
     assert exports[0]["params"]["lam"] in (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+
+
+def test_scenario_b_scales_lambda_by_the_tasks_distances_alike_on_any_number_of_ranks(mt, tmp_path):
+    train, test = mt
+    exports = []
+    for n in (1, 3):
+        model = tmp_path / f"b{n}.h5"
+        _train(train, model, "--algo", "is-multitask", "--lambda", "0.03", "--lambda-scale", "is", "--is-rounds",
+               "30", n=n, rounds=60)
+        exports.append(_export(model))
+    assert exports[0] == exports[1] and exports[0]["params"]["lambda_scale"] == "is"
+    proc = run_cli(["evaluate", "--model", str(tmp_path / "b1.h5"), "--data", str(test)])
+    assert proc.returncode == 0 and json.loads(proc.stdout)["uniform_error"] < 0.25
+
+
+def test_is_distances_of_the_per_task_fits():
+    """IS_kj >= 0, 0 on the diagonal, and larger between tasks whose rules differ more."""
+    from mpiboost.boost.is_multitask import ISMultitask
+    from mpiboost.comm import world
+    from mpiboost.data import synth
+    from mpiboost.data.format import write_dataset
+    from mpiboost.data.load import load
+    from mpiboost.protocol import Protocol
+    import tempfile
+    import os
+
+    data = synth.module("multitask").generate(300, seed=4, task_seed=4, dataset=2)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "mt2.h5")
+        write_dataset(path, data.X, data.y, data.domain, domain_names=data.domain_names)
+        comm = world()
+        shard = load(comm, [path], task="binary")
+        algo = ISMultitask({"lam": 0.1, "lambda_scale": "is", "is_rounds": 20})
+        algo.setup(shard, Protocol(comm), seed=0)
+    D = algo.distances
+    assert D.shape == (6, 6) and np.all(D >= 0) and np.allclose(np.diag(D), 0)
+    same = [D[i, j] for i in range(3) for j in range(3) if i != j]
+    opposite = [D[i, j] for i in range(3) for j in range(3, 6)]
+    assert max(same) < min(opposite)  # tasks 1-3 and 4-6 label the plane oppositely
+    np.testing.assert_allclose(algo.lam[0, 1:3], 0.1 / D[0, 1:3])
