@@ -46,13 +46,13 @@ import math
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C  # noqa: E402
+from cells import Store, acc, gstr, mean, run_tasks  # noqa: E402
 from online_data import NAMES, TITLES, load  # noqa: E402
 
 GAMMAS = [0.1, 0.3, 0.5, 0.7, 1.0]
@@ -139,18 +139,6 @@ def run_task(task: dict) -> tuple[str, dict]:
         return task["key"], {"error": f"{type(exc).__name__}: {exc}"}
 
 
-class Store:
-    def __init__(self, path: Path):
-        self.path = path
-        self.cells = json.loads(path.read_text()).get("cells", {}) if path.exists() else {}
-
-    def save(self, meta: dict) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"meta": meta, "cells": self.cells}, indent=1, sort_keys=True))
-        tmp.replace(self.path)
-
-
 def merge_table1(store: Store, path: Path, n_learners: int) -> int:
     """online_table1.py's B = 1 cells (clean labels, start = uniform) as rho = 0 cells; returns how many were added."""
     names = {"online-agnostic/fractional": "agn/fractional/uniform", "online-agnostic/random": "agn/random/uniform",
@@ -173,43 +161,6 @@ def merge_table1(store: Store, path: Path, n_learners: int) -> int:
                           "us_per_example": c["us_per_example"], "merged_from": str(path)}
         added += 1
     return added
-
-
-def run_tasks(tasks: list[dict], store: Store, meta: dict, jobs: int, what: str) -> None:
-    todo = [t for t in tasks if t["key"] not in store.cells]
-    C.log(f"{what}: {len(tasks)} cells, {len(tasks) - len(todo)} cached, {len(todo)} to run on {jobs} processes")
-    if not todo:
-        return
-    t0, done = time.perf_counter(), 0
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_task, t) for t in todo]
-        for fut in as_completed(futures):
-            k, res = fut.result()
-            done += 1
-            if "error" in res:
-                C.log(f"[{done}/{len(todo)}] {k}: FAILED {res['error']}")
-                continue
-            store.cells[k] = res
-            store.save(meta)
-            C.log(f"[{done}/{len(todo)}] {k}: acc_test {100 * res['acc_test']:.1f}% {res['seconds']:.1f} s "
-                  f"({time.perf_counter() - t0:.0f} s so far)")
-
-
-# ------------------------------------------------------------------ selection
-def mean(values) -> float:
-    v = [x for x in values if x is not None]
-    return float(np.mean(v)) if v else math.nan
-
-
-def acc(values) -> str:
-    v = [100 * x for x in values if x is not None]
-    if not v:
-        return "–"
-    return f"{np.mean(v):.1f}" if len(v) == 1 else f"{np.mean(v):.1f} ± {np.std(v, ddof=1):.1f}"
-
-
-def gstr(g) -> str:
-    return "–" if g is None else f"{g:g}"
 
 
 class View:
@@ -520,7 +471,7 @@ def main(argv=None) -> int:
         # shuffle by shuffle (a cut-short run still renders with --shuffles / --noise-shuffles lowered), the
         # longest cells of each first (the pool ends evenly)
         tasks.sort(key=lambda t: (t["shuffle"], -t["cost"]))
-        run_tasks(tasks, store, meta, args.jobs, "questions 1 and 2")
+        run_tasks(tasks, store, meta, args.jobs, "questions 1 and 2", run_task)
 
     body = []
     notes = [f"Question 1: {args.shuffles} shuffles; question 2: the first {args.noise_shuffles}, noise rates "

@@ -48,18 +48,16 @@ worker; ``scripts/bench/bench_online.py`` measures speed properly.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C  # noqa: E402
+from cells import Store, acc, gstr, mean, run_tasks  # noqa: E402
 from online_data import NAMES, TITLES, load  # noqa: E402
 
 GAMMAS = [0.1, 0.3, 0.5, 0.7, 1.0]
@@ -253,59 +251,7 @@ def peer_available(peer: str) -> tuple[bool, str]:
         return False, f"{PEER_TITLES[peer]}: `{mod}` is not installed, left out"
 
 
-# ------------------------------------------------------------------ the store
-class Store:
-    def __init__(self, path: Path):
-        self.path = path
-        self.cells = {}
-        if path.exists():
-            self.cells = json.loads(path.read_text()).get("cells", {})
-
-    def save(self, meta: dict) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"meta": meta, "cells": self.cells}, indent=1, sort_keys=True))
-        tmp.replace(self.path)
-
-
-def run_tasks(tasks: list[dict], store: Store, meta: dict, jobs: int, what: str) -> None:
-    todo = [t for t in tasks if t["key"] not in store.cells]
-    C.log(f"{what}: {len(tasks)} cells, {len(tasks) - len(todo)} cached, {len(todo)} to run on {jobs} processes")
-    if not todo:
-        return
-    t0, done = time.perf_counter(), 0
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_task, t) for t in todo]
-        for fut in as_completed(futures):
-            key, res = fut.result()
-            done += 1
-            if "error" in res:
-                C.log(f"[{done}/{len(todo)}] {key}: FAILED {res['error']}")
-                continue
-            store.cells[key] = res
-            store.save(meta)
-            C.log(f"[{done}/{len(todo)}] {key}: acc_test {100 * (res['acc_test'] or 0):.1f}% "
-                  f"{res['seconds']:.1f} s ({time.perf_counter() - t0:.0f} s so far)")
-
-
 # ------------------------------------------------------------------ tables
-def mean(values) -> float:
-    v = [x for x in values if x is not None]
-    return float(np.mean(v)) if v else math.nan
-
-
-def acc(values) -> str:
-    """'mean ± std' in percent over the shuffles (sample std)."""
-    v = [100 * x for x in values if x is not None]
-    if not v:
-        return "–"
-    return f"{np.mean(v):.1f}" if len(v) == 1 else f"{np.mean(v):.1f} ± {np.std(v, ddof=1):.1f}"
-
-
-def gstr(g) -> str:
-    return "–" if g is None else f"{g:g}"
-
-
 def cells_of(store, data, variant, gamma, block, shuffles, n_learners) -> list[dict]:
     out = [store.cells.get(booster_key(data, variant, gamma, block, s, n_learners)) for s in shuffles]
     return [c for c in out if c is not None]
@@ -490,7 +436,7 @@ def main(argv=None) -> int:
                         tasks.append({"key": booster_key(data, v["name"], g, 1, s, args.learners), "data": data,
                                       "variant": v["name"], "algorithm": v["algorithm"], "params": v["params"],
                                       "gamma": g, "block_size": 1, "shuffle": s, "root": root})
-        run_tasks(tasks, store, meta, args.jobs, "boosters, B = 1")
+        run_tasks(tasks, store, meta, args.jobs, "boosters, B = 1", run_task)
         tasks = []
         for data in order:
             for v in vs:
@@ -503,11 +449,11 @@ def main(argv=None) -> int:
                     tasks.append({"key": booster_key(data, v["name"], g, 16, s, args.learners), "data": data,
                                   "variant": v["name"], "algorithm": v["algorithm"], "params": v["params"],
                                   "gamma": g, "block_size": 16, "shuffle": s, "root": root})
-        run_tasks(tasks, store, meta, args.jobs, "Algorithm 1 fractional, B = 16")
+        run_tasks(tasks, store, meta, args.jobs, "Algorithm 1 fractional, B = 16", run_task)
     if not args.render_only and args.peers:
         tasks = [{"key": peer_key(data, peer, s), "data": data, "peer": peer, "shuffle": s, "root": root}
                  for data in order for peer in args.peers for s in range(peer_shuffles(args, peer))]
-        run_tasks(tasks, store, meta, args.jobs, "peers")
+        run_tasks(tasks, store, meta, args.jobs, "peers", run_task)
     notes = list(dict.fromkeys(notes))
     C.publish(render(args, store, vs, notes), args.table)
     return 0
