@@ -438,19 +438,9 @@ cdef class HoeffdingBank:
         """Learner n learns x with label ``labels[n]`` of weight ``weight`` or ``weights[n]`` (as :meth:`NBABank.learn_labels`)."""
         cdef idx_t n
         cdef int lab
-        cdef const double[::1] w
+        cdef const double[::1] w = _label_weights(x, labels, weight, weights, self.d, self.n_learners,
+                                                  self.n_classes)
         cdef const long long* sf = <const long long*> cnp.PyArray_DATA(self.split_feature)
-        if x.shape[0] != self.d or labels.shape[0] != self.n_learners:
-            raise ValueError("x must have d values and labels N entries")
-        for n in range(self.n_learners):
-            if not 0 <= labels[n] < self.n_classes:
-                raise ValueError(f"label {labels[n]} outside 0..{self.n_classes - 1}")
-        if weights is None:
-            w = np.full(self.n_learners, weight)
-        else:
-            w = np.ascontiguousarray(weights, dtype=np.float64)
-            if w.shape[0] != self.n_learners or not np.all(np.isfinite(w)) or np.any(np.asarray(w) < 0):
-                raise ValueError("weights must be N finite values >= 0")
         cdef double* sc = &self.root._scores[0]
         cdef bint same = self.root._same_row(&x[0])
         cdef bint kids_same = self.kids is not None and self.kids._same_row(&x[0])

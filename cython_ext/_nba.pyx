@@ -105,6 +105,23 @@ cdef inline double _half_log_sum(const double* S0, const double* GI, idx_t n_num
     return 0.5 * acc - count * _HALF_LOG_2PI
 
 
+def _label_weights(const double[::1] x, const cls_t[::1] labels, double weight, weights, idx_t d, idx_t n_learners,
+                   idx_t n_classes):
+    """learn_labels' arguments checked (ValueError): every learner's weight, ``weights`` or ``weight`` for all."""
+    cdef idx_t n
+    if x.shape[0] != d or labels.shape[0] != n_learners:
+        raise ValueError("x must have d values and labels N entries")
+    for n in range(n_learners):
+        if not 0 <= labels[n] < n_classes:
+            raise ValueError(f"label {labels[n]} outside 0..{n_classes - 1}")
+    if weights is None:
+        return np.full(n_learners, weight)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if w.shape != (n_learners,) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("weights must be N finite values >= 0")
+    return w
+
+
 cdef class NBABank:
     """N leaves over d features (``values[j] > 0``: nominal with that many values, 0: numeric) and k classes."""
 
@@ -416,18 +433,8 @@ cdef class NBABank:
         cost-weighted updates).
         """
         cdef idx_t n
-        cdef const double[::1] w
-        if x.shape[0] != self.d or labels.shape[0] != self.n_learners:
-            raise ValueError("x must have d values and labels N entries")
-        for n in range(self.n_learners):
-            if not 0 <= labels[n] < self.n_classes:
-                raise ValueError(f"label {labels[n]} outside 0..{self.n_classes - 1}")
-        if weights is None:
-            w = np.full(self.n_learners, weight)
-        else:
-            w = np.ascontiguousarray(weights, dtype=np.float64)
-            if w.shape[0] != self.n_learners or not np.all(np.isfinite(w)) or np.any(np.asarray(w) < 0):
-                raise ValueError("weights must be N finite values >= 0")
+        cdef const double[::1] w = _label_weights(x, labels, weight, weights, self.d, self.n_learners,
+                                                  self.n_classes)
         cdef double* sc = &self._scores[0]
         cdef bint same = self._same_row(&x[0])
         for n in range(self.n_learners):

@@ -8,6 +8,8 @@ from mpiboost._ext import _nba, _simplex
 from mpiboost.online import ONLINE, base, driver
 from mpiboost.online.agnostic import RELABEL, OnlineAgnostic
 
+import online_sim
+
 
 def _stream(n=400, k=3, seed=0):
     rng = np.random.default_rng(seed)
@@ -40,17 +42,8 @@ def reference(X, y, values, k, N, gamma, relabel, seed):
 
 
 def simulate(X, y, values, k, params, seed, B, size):
-    """The driver on ``size`` simulated ranks (in turn, in this process): predictions and gathered learners."""
-    states = [driver.start(OnlineAgnostic(k, params, seed), values, rank=r, size=size, n=len(y), seed=seed,
-                           keep_predictions=True) for r in range(size)]
-    for t0, Xb, yb in driver.blocks_of(X, y, B):
-        labels = driver.join_labels([driver.predict_block(s, Xb) for s in states], states[0].booster.n_learners)
-        for s in states:
-            driver.finish_block(s, Xb, yb, t0, labels)
-    for s in states[1:]:
-        assert s.predictions == states[0].predictions and s.counts == states[0].counts
-    banks = [s.bank.get_state() for s in states if s.bank is not None]
-    return states[0], {name: np.concatenate([b[name] for b in banks]) for name in banks[0]}
+    """The driver on ``size`` simulated ranks: the first rank's state and every rank's learners, joined."""
+    return online_sim.simulate(X, y, values, k, "online-agnostic", params, seed, B, size)
 
 
 def test_draw_is_the_inverse_cdf():
