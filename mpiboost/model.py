@@ -701,6 +701,14 @@ class Scorer:
             return int(_multiclass.class_errors(self.scores, np.ascontiguousarray(y, dtype=np.int32)))
         return int(_weights.margin_errors(self.scores, y))
 
+    def errors_by_group(self, y: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+        """This rank's wrong rows per group id (e.g. per task): int64 counts of length ``n_groups``."""
+        if self.model.output == "argmax":
+            wrong = index_of_scores(self.scores) != np.asarray(y)
+        else:
+            wrong = np.where(self.scores >= 0, 1, -1) != np.asarray(y)  # ties -> +1, as margin_errors
+        return np.bincount(np.asarray(group, dtype=np.int64)[wrong], minlength=n_groups).astype(np.int64)
+
 
 def _plain(obj: Any) -> Any:
     """Numpy scalars/arrays to plain Python for JSON."""

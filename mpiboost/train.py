@@ -251,6 +251,7 @@ def setup(algo: Algorithm, inputs: _Inputs, proto: Protocol, seed: int) -> Optio
             algo.check_data(inputs.shard)
         except ValueError as exc:
             raise InputError(str(exc)) from None
+    algo.valid = inputs.valid
     try:
         algo.setup(inputs.shard, proto, seed)
     except ValueError as exc:
@@ -262,10 +263,23 @@ def setup(algo: Algorithm, inputs: _Inputs, proto: Protocol, seed: int) -> Optio
 
 
 def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Protocol) -> Optional[float]:
-    """Collective: the validation error of the model so far (None without validation data)."""
+    """Collective: the validation error of the model so far (None without validation data).
+
+    A model with one ensemble per task is judged by the mean of its tasks'
+    errors (every task counts alike, however many validation rows it has);
+    other models by the error over all validation rows.
+    """
     if scorer is None:
         return None
     scorer.update()
+    if scorer.model.vote == "task":
+        J = scorer.Q.shape[1]
+        task = np.asarray(vshard.domain, dtype=np.int64)
+        local = np.concatenate([scorer.errors_by_group(vshard.y, task, J), np.bincount(task, minlength=J)])
+        counts = proto.reduce_counts(local.astype(np.int64))
+        wrong, rows = counts[:J], counts[J:]
+        has = rows > 0
+        return float(np.mean(wrong[has] / rows[has])) if has.any() else 0.0
     wrong = scorer.errors(vshard.y)
     return proto.reduce_counts(np.array([wrong]))[0] / vshard.n_global
 
@@ -456,8 +470,19 @@ def summarize(comm, proto, algo: Algorithm, model: Model, inputs: _Inputs, *, st
 def auto_params(algorithm: str, params: Optional[dict]) -> dict:
     """The parameters given as ``"auto"``: name -> the grid of values to choose from on validation data."""
     cls = boost.get(algorithm)
-    return {p.name: tuple(p.grid) for p in cls.parameters
-            if p.grid and isinstance((params or {}).get(p.name), str) and params[p.name] == "auto"}
+    params = params or {}
+    out = {}
+    for p in cls.parameters:
+        if not p.grid:
+            continue
+        is_auto = isinstance(params.get(p.name), str) and params[p.name] == "auto"
+        custom = params.get(p.name + "_grid") if cls.has(p.name + "_grid") else None
+        if is_auto:
+            try:
+                out[p.name] = cls.grid_values(p.name, custom)
+            except ValueError as exc:
+                raise CollectiveError(str(exc)) from None
+    return out
 
 
 def _with(params: Optional[dict], values: dict) -> dict:
@@ -491,6 +516,11 @@ def check_validation(algorithm: str, params: Optional[dict], *, valid: Optional[
         flag = "--best-round" if best_round else "--early-stop"
         raise CollectiveError(f"{flag} is not available for {algorithm}: its final vote depends on every round "
                               "trained, so the validation curve of the rounds does not score the model kept")
+    cls = boost.get(algorithm)
+    for p in cls.parameters:  # a grid of values given for a parameter that is not "auto" would be ignored
+        given = (params or {}).get(p.name + "_grid") if p.grid and cls.has(p.name + "_grid") else None
+        if given not in (None, "") and (params or {}).get(p.name) != "auto":
+            raise CollectiveError(f"{cls.declared(p.name + '_grid').flag} applies only with {p.flag} auto")
     auto = auto_params(algorithm, params)
     if auto and not has_valid:
         cls = boost.get(algorithm)

@@ -32,19 +32,42 @@ def _export(model):
     return json.loads(proc.stdout)
 
 
-def test_lambda_0_is_adaboost_on_each_task(mt, tmp_path):
-    """With lambda = 0 a step on task k is AdaBoost's round on task k's rows: the same stumps and coefficients."""
+@pytest.mark.parametrize("mode,n", [("histogram", 1), ("sample", 2)])
+def test_lambda_0_is_adaboost_on_each_task(mt, tmp_path, mode, n):
+    """With lambda = 0 a step on task k is AdaBoost's round on task k's rows: the same stumps, coefficients and F.
+
+    Bit for bit: the same weights, exact masses and alpha; in sample mode the
+    same random numbers (task k's s-th step draws AdaBoost's round s).
+    """
     train, _ = mt
-    _train(train, tmp_path / "is.h5", "--algo", "is-multitask", "--lambda", "0", "--steps-per-visit", "1")
+    _train(train, tmp_path / "is.h5", "--algo", "is-multitask", "--lambda", "0", "--steps-per-visit", "1",
+           "--weak-learner", mode, n=n)
     doc = _export(tmp_path / "is.h5")
+    mine_scores = _scores(tmp_path / "is.h5", train, tmp_path / "is.npy")
+    domain = _domains(train)
     for k in range(3):
         _train(train, tmp_path / f"ada{k}.h5", "--algo", "adaboost", "--train-domain", str(k),
-               rounds=sum(1 for s in doc["ensemble"] if s["domain"] == k))
+               "--weak-learner", mode, rounds=sum(1 for s in doc["ensemble"] if s["domain"] == k), n=n)
         ada = _export(tmp_path / f"ada{k}.h5")["ensemble"]
         mine = [s for s in doc["ensemble"] if s["domain"] == k]
         assert [(s["feature"], s["bin"], s["left"], s["missing_left"]) for s in mine] == \
             [(s["feature"], s["bin"], s["left"], s["missing_left"]) for s in ada]
-        np.testing.assert_allclose([s["coef"] for s in mine], [s["coef"] for s in ada], rtol=1e-9)
+        assert [s["coef"] for s in mine] == [s["coef"] for s in ada]  # bit for bit
+        ada_scores = _scores(tmp_path / f"ada{k}.h5", train, tmp_path / f"ada{k}.npy")
+        assert mine_scores[domain == k].tolist() == ada_scores[domain == k].tolist()
+
+
+def _scores(model, data, out):
+    proc = run_cli(["predict", "--model", str(model), "--data", str(data), "--scores", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    return np.load(out)
+
+
+def _domains(path):
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return f["domain"][()]
 
 
 def test_the_regulariser_helps_related_tasks_and_each_row_uses_its_task(mt, tmp_path):
@@ -64,39 +87,38 @@ def test_the_regulariser_helps_related_tasks_and_each_row_uses_its_task(mt, tmp_
 @pytest.mark.parametrize("mode", ["histogram", "sample"])
 def test_same_model_on_any_number_of_ranks(mt, tmp_path, mode):
     train, _ = mt
-    exports = []
-    for n, extra in ((1, ()), (3, ()), (4, ("--dedicated-coordinator",))):
-        model = tmp_path / f"m{n}.h5"
-        _train(train, model, "--algo", "is-multitask", "--lambda", "0.3", "--weak-learner", mode, *extra, n=n,
-               rounds=25)
-        exports.append(_export(model))
-    assert all(e == exports[0] for e in exports)
-    assert {s["domain"] for s in exports[0]["ensemble"]} <= {0, 1, 2}
+    doc = _same_on_any_ranks(train, tmp_path, (1, 3, 4), "--algo", "is-multitask", "--lambda", "0.3",
+                             "--weak-learner", mode, rounds=25)
+    assert {s["domain"] for s in doc["ensemble"]} <= {0, 1, 2}
 
 
 def test_lambda_and_rounds_chosen_on_validation_rows_alike_on_any_number_of_ranks(mt, tmp_path):
     train, _ = mt
-    exports = []
-    for n in (1, 2):
-        model = tmp_path / f"auto{n}.h5"
-        _train(train, model, "--algo", "is-multitask", "--lambda", "auto", "--valid-fraction", "0.2",
-               "--steps-per-visit", "2", n=n, rounds=40)
-        exports.append(_export(model))
-    assert exports[0] == exports[1]
-    assert exports[0]["params"]["lam"] in (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+    doc = _same_on_any_ranks(train, tmp_path, (1, 2), "--algo", "is-multitask", "--lambda", "auto",
+                             "--valid-fraction", "0.2", "--steps-per-visit", "2", rounds=40)
+    assert doc["params"]["lam"] in (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 
 
-def test_scenario_b_scales_lambda_by_the_tasks_distances_alike_on_any_number_of_ranks(mt, tmp_path):
+@pytest.mark.parametrize("valid", [(), ("--valid-fraction", "0.2")])
+def test_scenario_b_scales_lambda_by_the_tasks_distances_alike_on_any_number_of_ranks(mt, tmp_path, valid):
+    """Scenario B, its per-task fits cut at their validation rounds when there are validation rows."""
     train, test = mt
-    exports = []
-    for n in (1, 3):
-        model = tmp_path / f"b{n}.h5"
-        _train(train, model, "--algo", "is-multitask", "--lambda", "0.03", "--lambda-scale", "is", "--is-rounds",
-               "30", n=n, rounds=60)
-        exports.append(_export(model))
-    assert exports[0] == exports[1] and exports[0]["params"]["lambda_scale"] == "is"
-    proc = run_cli(["evaluate", "--model", str(tmp_path / "b1.h5"), "--data", str(test)])
+    doc = _same_on_any_ranks(train, tmp_path, (1, 3), "--algo", "is-multitask", "--lambda", "0.03",
+                             "--lambda-scale", "is", "--is-rounds", "30", *valid, rounds=60)
+    assert doc["params"]["lambda_scale"] == "is"
+    proc = run_cli(["evaluate", "--model", str(tmp_path / "m1.h5"), "--data", str(test)])
     assert proc.returncode == 0 and json.loads(proc.stdout)["uniform_error"] < 0.25
+
+
+def _same_on_any_ranks(train, tmp_path, ranks, *opts, rounds):
+    """Train on each number of ranks (4: with a dedicated coordinator); the exports agree; the first."""
+    exports = []
+    for n in ranks:
+        model = tmp_path / f"m{n}.h5"
+        _train(train, model, *opts, *(("--dedicated-coordinator",) if n == 4 else ()), n=n, rounds=rounds)
+        exports.append(_export(model))
+    assert all(e == exports[0] for e in exports)
+    return exports[0]
 
 
 def test_is_distances_of_the_per_task_fits():
@@ -124,3 +146,64 @@ def test_is_distances_of_the_per_task_fits():
     opposite = [D[i, j] for i in range(3) for j in range(3, 6)]
     assert max(same) < min(opposite)  # tasks 1-3 and 4-6 label the plane oppositely
     np.testing.assert_allclose(algo.lam[0, 1:3], 0.1 / D[0, 1:3])
+
+
+def test_scenario_b_fits_are_cut_at_their_validation_round(mt):
+    """With validation rows each per-task fit that measures IS_kj stops at its own best validation round."""
+    train, _ = mt
+    from mpiboost.boost.is_multitask import ISMultitask
+    from mpiboost.comm import world
+    from mpiboost.data.load import load
+    from mpiboost.protocol import Protocol
+
+    comm = world()
+    shard = load(comm, [str(train)], task="binary")
+    valid = load(comm, [str(train)], task="binary", bins=shard.bins)  # validation rows: the fit rows themselves
+    algo = ISMultitask({"lam": 0.03, "lambda_scale": "is", "is_rounds": 60})
+    algo.valid = valid
+    algo.setup(shard, Protocol(comm), seed=0)
+    cut = list(algo.is_fit_rounds)
+    algo = ISMultitask({"lam": 0.03, "lambda_scale": "is", "is_rounds": 60})
+    algo.setup(load(comm, [str(train)], task="binary"), Protocol(comm), seed=0)
+    assert algo.is_fit_rounds == [60, 60, 60]  # without validation rows: every round
+    assert all(1 <= r <= 60 for r in cut)
+
+
+def test_validation_error_of_a_task_model_is_the_mean_over_tasks(tmp_path):
+    """The rounds (and lambda) are chosen by the mean of the tasks' validation errors, not the pooled error."""
+    from mpiboost.comm import world
+    from mpiboost.data import synth
+    from mpiboost.data.format import write_dataset
+    from mpiboost.evaluate import evaluate
+    from mpiboost.model import Model
+    from mpiboost.train import train
+
+    gen = synth.module("multitask")
+    fit = gen.generate(300, seed=5, task_seed=5, dataset=1, paper_noise=True)
+    val = gen.generate(300, seed=6, task_seed=5, dataset=1, paper_noise=True)
+    keep = (val.domain != 0) | (np.arange(len(val.y)) % 10 == 0)  # task 1: a tenth of the rows of the others
+    write_dataset(str(tmp_path / "fit.h5"), fit.X, fit.y, fit.domain, domain_names=fit.domain_names)
+    write_dataset(str(tmp_path / "val.h5"), val.X[keep], val.y[keep], val.domain[keep],
+                  domain_names=val.domain_names)
+    comm = world()
+    result = train(comm, [str(tmp_path / "fit.h5")], algorithm="is-multitask", rounds=40,
+                   params={"lam": "auto", "lam_grid": "0,0.1"}, valid=[str(tmp_path / "val.h5")])
+    assert result.model.params["lam"] in (0.0, 0.1)
+    result.model.save(str(tmp_path / "m.h5"))
+    report = evaluate(comm, Model.load(str(tmp_path / "m.h5")), [str(tmp_path / "val.h5")])
+    assert result.summary["valid_error"] == pytest.approx(report["uniform_error"], abs=1e-12)
+    tried = result.model.info["search"]["tried"]
+    assert [t["lam"] for t in tried] == [0.0, 0.1]
+
+
+@pytest.mark.parametrize("extra,message", [
+    (("--lambda", "0.1", "--lambda-grid", "0,0.1"), "--lambda-grid applies only with --lambda auto"),
+    (("--lambda", "auto", "--lambda-grid", "0,-1", "--valid-fraction", "0.2"), "--lambda-grid"),
+    (("--lambda", "auto", "--lambda-grid", "0,,1", "--valid-fraction", "0.2"), "separated by commas"),
+])
+def test_bad_lambda_grids_exit_2_naming_the_option(mt, tmp_path, extra, message):
+    train, _ = mt
+    proc = run_cli(["train", "--algo", "is-multitask", "--data", str(train), "--rounds", "5", "--model",
+                    str(tmp_path / "m.h5"), *extra])
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "m.h5").exists()

@@ -86,7 +86,10 @@ class Param:
     grid
         Values tried when the parameter is given as ``"auto"``: the driver
         trains once per value and keeps the one of lowest validation error
-        (see :func:`mpiboost.train.train`); ``None``: no ``auto``.
+        (see :func:`mpiboost.train.train`); ``None``: no ``auto``. A
+        companion ``str`` parameter named ``<name>_grid`` (e.g. ``lam_grid``,
+        ``--lambda-grid``), if declared, lets the user give other values,
+        comma-separated (:meth:`Algorithm.grid_values`).
     """
 
     name: str
@@ -206,6 +209,10 @@ class Algorithm(ABC):
     vote: ClassVar[str] = "weighted"
     parameters: ClassVar[tuple] = ()
     stop_message: ClassVar[str] = "no weak edge left (weighted error >= 1/2)"
+    # The validation rows (a Shard binned with the training edges), set by the driver before setup, or None.
+    # For choices an algorithm makes inside setup (IS multi-task's per-task fits); the rounds' validation
+    # error is the driver's.
+    valid = None
 
     def __init__(self, params: Optional[Mapping] = None) -> None:
         self.params = self.resolve(params or {})
@@ -218,6 +225,24 @@ class Algorithm(ABC):
             if p.name == name:
                 return p
         raise KeyError(f"{cls.name} has no parameter {name!r}")
+
+    @classmethod
+    def grid_values(cls, name: str, given: Optional[str] = None) -> tuple:
+        """The values ``name auto`` tries: the declared grid, or ``given`` ("v1,v2,...") checked one by one."""
+        p = cls.declared(name)
+        if given is None or str(given).strip() == "":
+            return tuple(p.grid)
+        flag = cls.declared(name + "_grid").flag if cls.has(name + "_grid") else p.flag
+        parts = [x.strip() for x in str(given).split(",")]
+        if any(x == "" or x == "auto" for x in parts):
+            raise ValueError(f"{flag} {given!r}: give values separated by commas, e.g. 0,0.01,0.1")
+        values = []
+        for x in parts:
+            try:
+                values.append(p.check(x, cls.name))
+            except ValueError as exc:
+                raise ValueError(f"{flag}: {exc}") from None
+        return tuple(dict.fromkeys(values))  # a value given twice is tried once
 
     @classmethod
     def has(cls, name: str) -> bool:

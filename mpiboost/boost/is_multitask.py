@@ -16,20 +16,30 @@ other F_j at its current value. A step:
   alpha = 1/2 ln((1 - eps) / eps), F_k += alpha f on the rows of every task
   (F_k enters every other task's regulariser).
 
-``--lambda 0`` is AdaBoost on each task separately (method C of the paper);
-``--lambda L`` with every lambda_kj = L is the paper's scenario A;
-``--lambda-scale is`` makes lambda_kj = L / IS_kj (scenario B), IS_kj the
-Itakura–Saito distance between per-task AdaBoost fits (``--is-rounds``
-rounds each, fitted in set-up) on task k's rows.
-Every sum that decides anything is exact and the task draws depend on the
-seed and round alone, so the model is the same on any number of ranks.
+``--lambda 0`` is AdaBoost on each task separately (method C of the paper):
+a task whose lambda_kj are all 0 takes AdaBoost's rounds with AdaBoost's
+own arithmetic (its weights normalised per task, the same exact masses and
+alpha), so its stumps, coefficients and F_k are those of ``adaboost
+--train-domain k`` bit for bit. ``--lambda L`` with every lambda_kj = L is
+the paper's scenario A; ``--lambda-scale is`` makes lambda_kj = L / IS_kj
+(scenario B), IS_kj the Itakura–Saito distance between per-task AdaBoost
+fits on task k's rows (``--is-rounds`` rounds each, fitted in set-up and,
+with validation rows, cut at each task's best validation round).
+``--lambda auto`` chooses lambda (from ``--lambda-grid``) and the rounds
+together by the mean of the tasks' validation errors.
+
+The random numbers of task k's s-th step are keyed by (seed, s), as
+AdaBoost's round s; the task draws by (seed, outer round). Every sum that
+decides anything is exact, so the model is the same on any number of ranks.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import numpy as np
 
+from .._ext import _exact
 from ..weak.stump import StumpLearner
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
@@ -52,11 +62,14 @@ class ISMultitask(Algorithm):
         Param("lam", float, 0.1, "lambda: the weight of each other task's ensemble in a task's risk (0: AdaBoost "
               "on every task alone); auto: chosen from the grid with the rounds on validation rows", low=0.0,
               high=1e6, option="--lambda", grid=LAMBDA_GRID, metavar="LAMBDA|auto"),
+        Param("lam_grid", str, None, "with --lambda auto: the values to try, comma-separated (default "
+              + ",".join(f"{v:g}" for v in LAMBDA_GRID) + ")", option="--lambda-grid", metavar="L1,L2,..."),
         Param("lambda_scale", str, "shared", "lambda_kj: lambda for every pair of tasks (shared, the paper's "
               "scenario A) or lambda / IS_kj, the Itakura-Saito distance between the per-task AdaBoost fits of "
               "tasks k and j on task k's rows (is, scenario B)", choices=("shared", "is")),
-        Param("is_rounds", int, 100, "with --lambda-scale is: the rounds of each per-task AdaBoost fit that "
-              "measures the distances", low=1, high=100_000),
+        Param("is_rounds", int, 200, "with --lambda-scale is: the rounds (at most) of each per-task AdaBoost fit "
+              "that measures the distances; with validation rows each fit is cut at its best round", low=1,
+              high=100_000),
         Param("steps_per_visit", int, 5, "steps S on a drawn task before the next task is drawn", low=1,
               high=10_000),
         Param("teacher", str, "all", "the regulariser: every other task's ensemble (all, the paper's Case 1) or "
@@ -72,39 +85,84 @@ class ISMultitask(Algorithm):
         self._labels = np.ones(data.n_local, dtype=np.int8)  # the step's pseudo-labels (the learner reads them)
         self.learner = StumpLearner(self.params.get("weak_learner", "histogram"), proto, data.cols, self._labels,
                                     data.bins.n_bins, self.sample_size(data), start=data.start)
+        self.steps = np.zeros(self.J, dtype=np.int64)  # steps taken on each task (its random numbers' key)
+        self.w = self.initial_weights()
+        self._masses = None
         lam = float(self.params["lam"])
         # lam[k, j]: the weight of task j's ensemble in task k's risk (the diagonal is never used)
         self.lam = np.full((self.J, self.J), lam)
+        np.fill_diagonal(self.lam, 0.0)
+        self.distances = None
         if self.params["lambda_scale"] == "is" and lam > 0 and self.J > 1:
-            self.distances = self.is_distances()
+            # The fits do not depend on lambda: a search over the lambda grid measures them once per data.
+            key = ("is_distances", self.seed, int(self.params["is_rounds"]),
+                   *((p.name, self.params.get(p.name)) for p in SAMPLING))
+            if key not in data.extra:
+                data.extra[key] = self.is_distances()
+            self.distances = data.extra[key]
             self.lam = lam / np.maximum(self.distances, np.finfo(float).tiny)
+            np.fill_diagonal(self.lam, 0.0)
         self.model = self.new_model(data, output="sign")
 
-    def is_distances(self) -> np.ndarray:
-        """IS_kj = (1/n_k) sum_{i in k} (e^D + e^-D - 2), D = F_k - F_j of the per-task AdaBoost fits (lambda 0).
+    def initial_weights(self) -> np.ndarray:
+        """AdaBoost's start on each task alone: 1 / n_k on every row of task k."""
+        counts = np.maximum(np.asarray(self.data.domain_counts, dtype=np.int64), 1)
+        return 1.0 / counts[self.task] if self.data.n_local else np.zeros(0)
 
-        The fits are the lambda = 0 steps, ``is_rounds`` on each task in turn,
-        on a scratch copy of the scores: they shape lambda only, not the model.
-        Exact global sums, so the matrix is the same on any number of ranks.
+    def alone(self, k: int) -> bool:
+        """Task k's risk has no other task in it (lambda_kj = 0 for every j): its steps are AdaBoost's rounds."""
+        return not np.any(self.lam[k] > 0)
+
+    def is_distances(self) -> np.ndarray:
+        """IS_kj = (1/n_k) sum_{i in k} (e^D + e^-D - 2), D = F_k - F_j of the per-task AdaBoost fits (method C).
+
+        Each fit is AdaBoost on one task alone (``is_rounds`` rounds at most);
+        with validation rows it is cut at the round of lowest validation error
+        on that task's rows (the earliest of equal ones), as method C is
+        validated. The fits shape lambda only, not the model. Exact global
+        sums, so the matrix is the same on any number of ranks.
         """
         F = np.zeros_like(self.F)
-        zero = np.zeros(self.J)
+        self.is_fit_rounds = []
         for k in range(self.J):
-            rows = np.flatnonzero(self.task == k)
-            for r in range(int(self.params["is_rounds"])):
-                step = self._step(F, rows, k, zero, np.random.default_rng([self.seed, _TASK_DRAW + 1 + k, r]))
-                if step is None:
-                    break
-                stump, alpha, _ = step
+            chosen = self.fit_alone(k)
+            self.is_fit_rounds.append(len(chosen))
+            for stump, alpha in chosen:
                 F[:, k] += alpha * stump.predict(self.data.cols)
         out = np.zeros((self.J, self.J))
         counts = self.proto.reduce_counts(np.bincount(self.task, minlength=self.J).astype(np.int64))
         for k in range(self.J):
             rows = self.task == k
             D = F[rows][:, k:k + 1] - F[rows]  # (n_k, J)
-            sums = self.proto.reduce_terms([np.exp(D[:, j]) + np.exp(-D[:, j]) - 2.0 for j in range(self.J)])
+            sums = self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(np.exp(D[:, j]) + np.exp(-D[:, j])
+                                                                                 - 2.0)) for j in range(self.J)])
             out[k] = np.asarray(sums) / max(int(counts[k]), 1)
         return out
+
+    def fit_alone(self, k: int) -> list:
+        """AdaBoost on task k alone (scratch weights): its (stump, alpha) rounds, cut at the best validation round."""
+        w = self.initial_weights()
+        v = self.valid
+        vrows = np.flatnonzero(v.domain == k) if v is not None else None
+        if vrows is not None:
+            vcols, vy = np.ascontiguousarray(v.cols[:, vrows]), v.y[vrows]
+            vscore = np.zeros(len(vrows))
+            n_valid = int(self.proto.reduce_counts(np.array([len(vrows)]))[0])
+        rounds, errors = [], []
+        for r in range(1, int(self.params["is_rounds"]) + 1):
+            step = self._fit_alone_step(w, k, np.random.default_rng([self.seed, r]))
+            if step is None:
+                break
+            stump, alpha, _, masses = step
+            self._reweight_alone(w, k, stump, alpha, masses)
+            rounds.append((stump, alpha))
+            if vrows is not None and n_valid:
+                vscore += alpha * stump.predict(vcols)
+                wrong = int(np.count_nonzero(np.where(vscore >= 0, 1, -1) != vy))
+                errors.append(int(self.proto.reduce_counts(np.array([wrong]))[0]))
+        if errors:
+            rounds = rounds[: int(np.argmin(errors)) + 1]
+        return rounds
 
     def sample_size(self, data) -> int:
         from .reweighting import Reweighting
@@ -116,34 +174,85 @@ class ISMultitask(Algorithm):
         outer = (int(t) - 1) // int(self.params["steps_per_visit"]) + 1
         return int(np.random.default_rng([self.seed, _TASK_DRAW, outer]).integers(self.J))
 
-    def _step(self, F: np.ndarray, rows: np.ndarray, k: int, lam: np.ndarray, rng) -> Optional[tuple]:
-        """The exact Case-1 step on task k for scores F: (stump, alpha, eps), or None without an edge."""
-        a, b = is_costs.costs(F[rows], self.data.y[rows], k, lam, self.params["teacher"])
+    def task_rng(self, k: int) -> np.random.Generator:
+        """The random numbers of task k's next step: keyed by (seed, its step number), as AdaBoost's by its round."""
+        return np.random.default_rng([self.seed, int(self.steps[k]) + 1])
+
+    # ------------------------------------------------ a task alone: AdaBoost
+    def _fit_alone_step(self, w: np.ndarray, k: int, rng) -> Optional[tuple]:
+        """AdaBoost's round on task k's rows for its weights ``w``: (stump, alpha, error, masses) or None.
+
+        The same arithmetic as ``adaboost --train-domain k``, so lambda = 0
+        gives its stumps and coefficients bit for bit.
+        """
+        wk = np.where(self.task == k, w, 0.0)
+        self._labels[:] = self.data.y
+        stump = self.learner.fit(wk, rng).stump
+        masses = self._alone_masses(wk, stump)
+        right, wrong = masses
+        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
+        alpha = is_costs.step_alpha(err)
+        return None if alpha is None else (stump, alpha, err, masses)
+
+    def _alone_masses(self, wk: np.ndarray, stump) -> tuple:
+        right, wrong = self.learner.error_terms(stump, wk)
+        return tuple(self.proto.reduce_terms([right, wrong]))
+
+    def _reweight_alone(self, w: np.ndarray, k: int, stump, alpha: float, masses: Optional[tuple] = None) -> None:
+        """AdaBoost's reweighting of task k's rows (the new total from the round's exact masses)."""
+        rows = self.task == k
+        wk = np.where(rows, w, 0.0)
+        self._labels[:] = self.data.y
+        right, wrong = masses if masses is not None else self._alone_masses(wk, stump)
+        down, up = math.exp(-alpha), math.exp(alpha)
+        total = down * right + up * wrong
+        self.learner.update(wk, np.zeros(len(wk)), stump, down / total, up / total, alpha)
+        w[rows] = wk[rows]
+
+    # ------------------------------------------------ a regularised task
+    def _fit_step(self, k: int, rng) -> Optional[tuple]:
+        """The exact Case-1 step on task k: (stump, alpha, eps), or None without an edge."""
+        rows = np.flatnonzero(self.task == k)
+        a, b = is_costs.costs(self.F[rows], self.data.y[rows], k, self.lam[k], self.params["teacher"])
         labels, w = is_costs.pseudo_labels(a, b)
         self._labels[:] = 1
         self._labels[rows] = labels
         weights = np.zeros(self.data.n_local)
         weights[rows] = w
-        (total,) = self.proto.reduce_terms([weights])
+        # exact sums travel as a few partials per rank, not as the rows' values
+        total, Z = self.proto.reduce_terms([_exact.partials(weights), _exact.partials(a + b)])
         if not total > 0:
             return None  # every row of the task costs the same either way: no step can help
         stump = self.learner.fit(weights / total, rng).stump
         h = stump.predict(self.data.cols)[rows]
-        cost, Z = self.proto.reduce_terms([np.where(h > 0, a, b), a + b])
+        (cost,) = self.proto.reduce_terms([_exact.partials(np.where(h > 0, a, b))])
         eps = float(cost / Z) if Z > 0 else 0.5
-        alpha = is_costs.step_alpha(eps, clip=not np.any(np.delete(lam, k) > 0))
+        alpha = is_costs.step_alpha(eps, clip=False)
         return None if alpha is None else (stump, alpha, eps)
 
     def select(self, t: int) -> Optional[Hypothesis]:
         k = self.task_of(t)
-        step = self._step(self.F, np.flatnonzero(self.task == k), k, self.lam[k], self.rng(t))
-        if step is None:
-            return None
-        stump, alpha, eps = step
+        if self.alone(k):
+            step = self._fit_alone_step(self.w, k, self.task_rng(k))
+            if step is None:
+                return None
+            stump, alpha, eps, masses = step
+            self._masses = (k, stump, masses)  # apply's new total (a replayed apply computes it itself)
+        else:
+            step = self._fit_step(k, self.task_rng(k))
+            if step is None:
+                return None
+            stump, alpha, eps = step
         return Hypothesis(stump, alpha, {"task": k, "weak_error": eps, "edge": 1.0 - 2.0 * eps}, domain=k)
 
     def apply(self, h: Hypothesis) -> dict:
         k = int(h.domain)
+        if self.alone(k):
+            cached = self._masses
+            masses = cached[2] if cached is not None and cached[0] == k and cached[1] == h.stump else None
+            self._reweight_alone(self.w, k, h.stump, h.coef, masses)
+            self._masses = None
+        self.steps[k] += 1
         self.F[:, k] += h.coef * h.stump.predict(self.data.cols)
         self.model.append(h.stump, h.coef, domain=k)
         own = self.F[np.arange(self.data.n_local), self.task] if self.data.n_local else np.zeros(0)
