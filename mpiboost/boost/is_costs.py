@@ -51,16 +51,20 @@ def costs(F: np.ndarray, y: np.ndarray, k: int, lam: np.ndarray, teacher: str = 
     if teacher == "average":
         total = float(lam.sum())
         if total > 0:
-            Fbar = F @ lam / total
-            a = a + total * np.exp(Fk - Fbar)
-            b = b + total * np.exp(Fbar - Fk)
+            Fbar = np.zeros(len(Fk))
+            for j in np.flatnonzero(lam > 0):
+                Fbar += lam[j] * F[:, j]
+            Fbar /= total
+            e = np.exp(Fk - Fbar)
+            a += total * e
+            b += total / e
         return a, b
     if teacher != "all":
         raise ValueError(f"teacher must be 'all' or 'average', not {teacher!r}")
     for j in np.flatnonzero(lam > 0):
-        D = Fk - F[:, j]
-        a = a + lam[j] * np.exp(D)
-        b = b + lam[j] * np.exp(-D)
+        e = np.exp(Fk - F[:, j])  # e^{-D} as 1 / e^{D}: one exponential per teacher and row
+        a += lam[j] * e
+        b += lam[j] / e
     return a, b
 
 

@@ -39,7 +39,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._ext import _exact
+from .._ext import _exact, _multitask
 from ..weak.stump import StumpLearner
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
@@ -81,7 +81,10 @@ class ISMultitask(Algorithm):
         self.data, self.proto, self.seed = data, proto, int(seed)
         self.J = max(int(data.n_domains), 1)
         self.task = np.asarray(data.domain, dtype=np.int64)
-        self.F = np.zeros((data.n_local, self.J))  # every task's ensemble on every row of this rank
+        # F[j]: task j's ensemble on every row of this rank (a row of F per task: a step adds to one row)
+        self.F = np.zeros((self.J, data.n_local))
+        self.own = np.zeros(data.n_local)  # each row's own task's score (the training error)
+        self._a, self._b, self._weights = (np.zeros(data.n_local) for _ in range(3))  # a step's per-row costs
         self._labels = np.ones(data.n_local, dtype=np.int8)  # the step's pseudo-labels (the learner reads them)
         self.learner = StumpLearner(self.params.get("weak_learner", "histogram"), proto, data.cols, self._labels,
                                     data.bins.n_bins, self.sample_size(data), start=data.start)
@@ -128,12 +131,12 @@ class ISMultitask(Algorithm):
             chosen = self.fit_alone(k)
             self.is_fit_rounds.append(len(chosen))
             for stump, alpha in chosen:
-                F[:, k] += alpha * stump.predict(self.data.cols)
+                F[k] += alpha * stump.predict(self.data.cols)
         out = np.zeros((self.J, self.J))
         counts = self.proto.reduce_counts(np.bincount(self.task, minlength=self.J).astype(np.int64))
         for k in range(self.J):
             rows = self.task == k
-            D = F[rows][:, k:k + 1] - F[rows]  # (n_k, J)
+            D = (F[k, rows][None, :] - F[:, rows]).T  # (n_k, J)
             sums = self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(np.exp(D[:, j]) + np.exp(-D[:, j])
                                                                                  - 2.0)) for j in range(self.J)])
             out[k] = np.asarray(sums) / max(int(counts[k]), 1)
@@ -212,20 +215,26 @@ class ISMultitask(Algorithm):
     # ------------------------------------------------ a regularised task
     def _fit_step(self, k: int, rng) -> Optional[tuple]:
         """The exact Case-1 step on task k: (stump, alpha, eps), or None without an edge."""
-        rows = np.flatnonzero(self.task == k)
-        a, b = is_costs.costs(self.F[rows], self.data.y[rows], k, self.lam[k], self.params["teacher"])
-        labels, w = is_costs.pseudo_labels(a, b)
-        self._labels[:] = 1
-        self._labels[rows] = labels
-        weights = np.zeros(self.data.n_local)
-        weights[rows] = w
+        a, b, weights = self._a, self._b, self._weights
+        lam = self.lam[k]
+        if self.params["teacher"] == "average":
+            total = float(lam.sum())
+            teachers = np.zeros((1 if total > 0 else 0, self.data.n_local))
+            for j in np.flatnonzero(lam > 0):  # elementwise, so a row's mean does not depend on the split
+                teachers[0] += lam[j] * self.F[j]
+            teachers /= total if total > 0 else 1.0
+            lam = np.array([total]) if total > 0 else lam[:0]
+        else:
+            teachers = self.F  # lam[k] = 0: task k is no teacher of itself
+        _multitask.task_costs(self.F[k], teachers, np.ascontiguousarray(lam), self.data.y, self.task, k, a, b,
+                              self._labels, weights)
         # exact sums travel as a few partials per rank, not as the rows' values
         total, Z = self.proto.reduce_terms([_exact.partials(weights), _exact.partials(a + b)])
         if not total > 0:
             return None  # every row of the task costs the same either way: no step can help
         stump = self.learner.fit(weights / total, rng).stump
-        h = stump.predict(self.data.cols)[rows]
-        (cost,) = self.proto.reduce_terms([_exact.partials(np.where(h > 0, a, b))])
+        (cost,) = self.proto.reduce_terms([_multitask.stump_cost_terms(stump.column(self.data.cols), a, b,
+                                                                       *stump.args())])
         eps = float(cost / Z) if Z > 0 else 0.5
         alpha = is_costs.step_alpha(eps, clip=False)
         return None if alpha is None else (stump, alpha, eps)
@@ -253,10 +262,9 @@ class ISMultitask(Algorithm):
             self._reweight_alone(self.w, k, h.stump, h.coef, masses)
             self._masses = None
         self.steps[k] += 1
-        self.F[:, k] += h.coef * h.stump.predict(self.data.cols)
+        errors = _multitask.add_task_stump(self.F[k], self.own, h.stump.column(self.data.cols), *h.stump.args(),
+                                           h.coef, self.task, k, self.data.y)
         self.model.append(h.stump, h.coef, domain=k)
-        own = self.F[np.arange(self.data.n_local), self.task] if self.data.n_local else np.zeros(0)
-        errors = int(np.count_nonzero(np.where(own >= 0, 1, -1) != self.data.y))
         return {"train_errors": int(self.proto.reduce_counts(np.array([errors]))[0])}
 
     def finish(self):
