@@ -103,8 +103,8 @@ def test_lambda_and_rounds_chosen_on_validation_rows_alike_on_any_number_of_rank
 def test_scenario_b_scales_lambda_by_the_tasks_distances_alike_on_any_number_of_ranks(mt, tmp_path, valid):
     """Scenario B, its per-task fits cut at their validation rounds when there are validation rows."""
     train, test = mt
-    doc = _same_on_any_ranks(train, tmp_path, (1, 3), "--algo", "is-multitask", "--lambda", "0.03",
-                             "--lambda-scale", "is", "--is-rounds", "30", *valid, rounds=60)
+    doc = _same_on_any_ranks(train, tmp_path, (1, 3) if valid else (1, 2, 4), "--algo", "is-multitask",
+                             "--lambda", "0.03", "--lambda-scale", "is", "--is-rounds", "30", *valid, rounds=60)
     assert doc["params"]["lambda_scale"] == "is"
     proc = run_cli(["evaluate", "--model", str(tmp_path / "m1.h5"), "--data", str(test)])
     assert proc.returncode == 0 and json.loads(proc.stdout)["uniform_error"] < 0.25
