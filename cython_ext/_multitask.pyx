@@ -1,9 +1,8 @@
 """The per-row costs of an Itakura–Saito multi-task step (see ``mpiboost.boost.is_costs``, their reference).
 
-One pass over a rank's rows: for each row of task k the costs a_i (of
+One pass over a rank's rows of task k: for each row the costs a_i (of
 f(x_i) = +1) and b_i (of -1), its pseudo-label sign(b_i - a_i) and weight
-|a_i - b_i|; every other row gets cost 0, weight 0 and label +1, so the
-ordinary weighted stump search over all rows sees task k alone.
+|a_i - b_i|, which the ordinary weighted stump search takes.
 """
 import numpy as np
 cimport numpy as cnp
@@ -18,9 +17,9 @@ cnp.import_array()
 
 
 def task_costs(const double[::1] fk, const double[:, ::1] teachers, const double[::1] lam,
-               const signed char[::1] y, const long long[::1] task, long long k,
-               double[::1] a, double[::1] b, signed char[::1] labels, double[::1] weights):
-    """Fill ``a``, ``b``, ``labels``, ``weights`` for task ``k``'s step.
+               const signed char[::1] y, double[::1] a, double[::1] b, signed char[::1] labels,
+               double[::1] weights):
+    """Fill ``a``, ``b``, ``labels``, ``weights`` for a step on task k, over task k's rows.
 
     ``fk``: F_k on every row; ``teachers`` (m, n): the teachers' scores
     (every other task's F_j, or the one averaged teacher), ``lam`` (m,) their
@@ -31,16 +30,10 @@ def task_costs(const double[::1] fk, const double[:, ::1] teachers, const double
     """
     cdef idx_t n = fk.shape[0], m = teachers.shape[0], i, j
     cdef double u, e, ai, bi, d
-    if (teachers.shape[1] != n and m) or lam.shape[0] != m or y.shape[0] != n or task.shape[0] != n \
+    if (teachers.shape[1] != n and m) or lam.shape[0] != m or y.shape[0] != n \
             or a.shape[0] != n or b.shape[0] != n or labels.shape[0] != n or weights.shape[0] != n:
         raise ValueError("shape mismatch")
     for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
-        if task[i] != k:
-            a[i] = 0.0
-            b[i] = 0.0
-            labels[i] = 1
-            weights[i] = 0.0
-            continue
         u = exp(-fk[i] * y[i])
         ai = u if y[i] < 0 else 0.0
         bi = u if y[i] > 0 else 0.0
@@ -76,22 +69,3 @@ def stump_cost_terms(const bin_t[::1] col, const double[::1] a, const double[::1
     buf = np.empty(3 * 2048, dtype=np.float64)
     cdef double[::1] out = buf
     return buf[: mb_acc_terms(acc, &out[0])].copy()
-
-
-def add_task_stump(double[::1] fk, double[::1] own, const bin_t[::1] col, int bin, int left, bint missing_left,
-                   double coef, const long long[::1] task, long long k, const signed char[::1] y):
-    """``F_k += coef h`` on every row; the rows of task k copy it into ``own`` (each row's own task's score).
-
-    Returns the rows whose ``sign(own)`` (ties -> +1) differs from ``y``: the
-    training errors of the ensembles so far.
-    """
-    cdef idx_t n = fk.shape[0], i
-    cdef long long errors = 0
-    if own.shape[0] != n or col.shape[0] != n or task.shape[0] != n or y.shape[0] != n:
-        raise ValueError("shape mismatch")
-    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
-        fk[i] = fk[i] + coef * stump_value(col[i], bin, <signed char> left, missing_left)
-        if task[i] == k:
-            own[i] = fk[i]
-        errors += (1 if own[i] >= 0 else -1) != y[i]
-    return errors

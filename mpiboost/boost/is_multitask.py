@@ -39,7 +39,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._ext import _exact, _multitask
+from .._ext import _exact, _multitask, _weights
 from ..weak.stump import StumpLearner
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
@@ -80,16 +80,14 @@ class ISMultitask(Algorithm):
         self.check_data(data)
         self.data, self.proto, self.seed = data, proto, int(seed)
         self.J = max(int(data.n_domains), 1)
-        self.task = np.asarray(data.domain, dtype=np.int64)
-        # F[j]: task j's ensemble on every row of this rank (a row of F per task: a step adds to one row)
-        self.F = np.zeros((self.J, data.n_local))
-        self.own = np.zeros(data.n_local)  # each row's own task's score (the training error)
-        self._a, self._b, self._weights = (np.zeros(data.n_local) for _ in range(3))  # a step's per-row costs
-        self._labels = np.ones(data.n_local, dtype=np.int8)  # the step's pseudo-labels (the learner reads them)
-        self.learner = StumpLearner(self.params.get("weak_learner", "histogram"), proto, data.cols, self._labels,
-                                    data.bins.n_bins, self.sample_size(data), start=data.start)
+        task = np.asarray(data.domain, dtype=np.int64)
+        mode = self.params.get("weak_learner", "histogram")
+        # The learners never fit at the same time: one histogram buffer serves them all.
+        hist = np.zeros((data.cols.shape[0], 256), dtype=np.int64) if mode == "histogram" else None
+        counts = np.maximum(np.asarray(data.domain_counts, dtype=np.int64), 1)
+        self.blocks = [_Block(k, np.flatnonzero(task == k), data, self.J, int(counts[k]), self.params, proto,
+                              self.sample_size(data), hist) for k in range(self.J)]
         self.steps = np.zeros(self.J, dtype=np.int64)  # steps taken on each task (its random numbers' key)
-        self.w = self.initial_weights()
         self._masses = None
         lam = float(self.params["lam"])
         # lam[k, j]: the weight of task j's ensemble in task k's risk (the diagonal is never used)
@@ -107,11 +105,6 @@ class ISMultitask(Algorithm):
             np.fill_diagonal(self.lam, 0.0)
         self.model = self.new_model(data, output="sign")
 
-    def initial_weights(self) -> np.ndarray:
-        """AdaBoost's start on each task alone: 1 / n_k on every row of task k."""
-        counts = np.maximum(np.asarray(self.data.domain_counts, dtype=np.int64), 1)
-        return 1.0 / counts[self.task] if self.data.n_local else np.zeros(0)
-
     def alone(self, k: int) -> bool:
         """Task k's risk has no other task in it (lambda_kj = 0 for every j): its steps are AdaBoost's rounds."""
         return not np.any(self.lam[k] > 0)
@@ -125,26 +118,24 @@ class ISMultitask(Algorithm):
         validated. The fits shape lambda only, not the model. Exact global
         sums, so the matrix is the same on any number of ranks.
         """
-        F = np.zeros_like(self.F)
-        self.is_fit_rounds = []
-        for k in range(self.J):
-            chosen = self.fit_alone(k)
-            self.is_fit_rounds.append(len(chosen))
-            for stump, alpha in chosen:
-                F[k] += alpha * stump.predict(self.data.cols)
+        fits = [self.fit_alone(k) for k in range(self.J)]
+        self.is_fit_rounds = [len(f) for f in fits]
         out = np.zeros((self.J, self.J))
-        counts = self.proto.reduce_counts(np.bincount(self.task, minlength=self.J).astype(np.int64))
-        for k in range(self.J):
-            rows = self.task == k
-            D = (F[k, rows][None, :] - F[:, rows]).T  # (n_k, J)
-            sums = self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(np.exp(D[:, j]) + np.exp(-D[:, j])
-                                                                                 - 2.0)) for j in range(self.J)])
-            out[k] = np.asarray(sums) / max(int(counts[k]), 1)
+        for k, blk in enumerate(self.blocks):
+            G = np.zeros((self.J, blk.n))  # every fit on task k's rows
+            for j, fit in enumerate(fits):
+                for stump, alpha in fit:
+                    G[j] += alpha * stump.predict(blk.cols)
+            D = G[k][None, :] - G
+            sums = self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(np.exp(D[j]) + np.exp(-D[j]) - 2.0))
+                                            for j in range(self.J)])
+            out[k] = np.asarray(sums) / blk.n_global
         return out
 
     def fit_alone(self, k: int) -> list:
         """AdaBoost on task k alone (scratch weights): its (stump, alpha) rounds, cut at the best validation round."""
-        w = self.initial_weights()
+        blk = self.blocks[k]
+        w = blk.initial_weights()
         v = self.valid
         vrows = np.flatnonzero(v.domain == k) if v is not None else None
         if vrows is not None:
@@ -153,11 +144,11 @@ class ISMultitask(Algorithm):
             n_valid = int(self.proto.reduce_counts(np.array([len(vrows)]))[0])
         rounds, errors = [], []
         for r in range(1, int(self.params["is_rounds"]) + 1):
-            step = self._fit_alone_step(w, k, np.random.default_rng([self.seed, r]))
+            step = blk.fit_alone_step(w, np.random.default_rng([self.seed, r]))
             if step is None:
                 break
             stump, alpha, _, masses = step
-            self._reweight_alone(w, k, stump, alpha, masses)
+            blk.reweight_alone(w, stump, alpha, masses)
             rounds.append((stump, alpha))
             if vrows is not None and n_valid:
                 vscore += alpha * stump.predict(vcols)
@@ -181,74 +172,17 @@ class ISMultitask(Algorithm):
         """The random numbers of task k's next step: keyed by (seed, its step number), as AdaBoost's by its round."""
         return np.random.default_rng([self.seed, int(self.steps[k]) + 1])
 
-    # ------------------------------------------------ a task alone: AdaBoost
-    def _fit_alone_step(self, w: np.ndarray, k: int, rng) -> Optional[tuple]:
-        """AdaBoost's round on task k's rows for its weights ``w``: (stump, alpha, error, masses) or None.
-
-        The same arithmetic as ``adaboost --train-domain k``, so lambda = 0
-        gives its stumps and coefficients bit for bit.
-        """
-        wk = np.where(self.task == k, w, 0.0)
-        self._labels[:] = self.data.y
-        stump = self.learner.fit(wk, rng).stump
-        masses = self._alone_masses(wk, stump)
-        right, wrong = masses
-        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
-        alpha = is_costs.step_alpha(err)
-        return None if alpha is None else (stump, alpha, err, masses)
-
-    def _alone_masses(self, wk: np.ndarray, stump) -> tuple:
-        right, wrong = self.learner.error_terms(stump, wk)
-        return tuple(self.proto.reduce_terms([right, wrong]))
-
-    def _reweight_alone(self, w: np.ndarray, k: int, stump, alpha: float, masses: Optional[tuple] = None) -> None:
-        """AdaBoost's reweighting of task k's rows (the new total from the round's exact masses)."""
-        rows = self.task == k
-        wk = np.where(rows, w, 0.0)
-        self._labels[:] = self.data.y
-        right, wrong = masses if masses is not None else self._alone_masses(wk, stump)
-        down, up = math.exp(-alpha), math.exp(alpha)
-        total = down * right + up * wrong
-        self.learner.update(wk, np.zeros(len(wk)), stump, down / total, up / total, alpha)
-        w[rows] = wk[rows]
-
-    # ------------------------------------------------ a regularised task
-    def _fit_step(self, k: int, rng) -> Optional[tuple]:
-        """The exact Case-1 step on task k: (stump, alpha, eps), or None without an edge."""
-        a, b, weights = self._a, self._b, self._weights
-        lam = self.lam[k]
-        if self.params["teacher"] == "average":
-            total = float(lam.sum())
-            teachers = np.zeros((1 if total > 0 else 0, self.data.n_local))
-            for j in np.flatnonzero(lam > 0):  # elementwise, so a row's mean does not depend on the split
-                teachers[0] += lam[j] * self.F[j]
-            teachers /= total if total > 0 else 1.0
-            lam = np.array([total]) if total > 0 else lam[:0]
-        else:
-            teachers = self.F  # lam[k] = 0: task k is no teacher of itself
-        _multitask.task_costs(self.F[k], teachers, np.ascontiguousarray(lam), self.data.y, self.task, k, a, b,
-                              self._labels, weights)
-        # exact sums travel as a few partials per rank, not as the rows' values
-        total, Z = self.proto.reduce_terms([_exact.partials(weights), _exact.partials(a + b)])
-        if not total > 0:
-            return None  # every row of the task costs the same either way: no step can help
-        stump = self.learner.fit(weights / total, rng).stump
-        (cost,) = self.proto.reduce_terms([_multitask.stump_cost_terms(stump.column(self.data.cols), a, b,
-                                                                       *stump.args())])
-        eps = float(cost / Z) if Z > 0 else 0.5
-        alpha = is_costs.step_alpha(eps, clip=False)
-        return None if alpha is None else (stump, alpha, eps)
-
     def select(self, t: int) -> Optional[Hypothesis]:
         k = self.task_of(t)
+        blk = self.blocks[k]
         if self.alone(k):
-            step = self._fit_alone_step(self.w, k, self.task_rng(k))
+            step = blk.fit_alone_step(blk.w, self.task_rng(k))
             if step is None:
                 return None
             stump, alpha, eps, masses = step
             self._masses = (k, stump, masses)  # apply's new total (a replayed apply computes it itself)
         else:
-            step = self._fit_step(k, self.task_rng(k))
+            step = blk.fit_step(self.lam[k], self.params["teacher"], self.task_rng(k))
             if step is None:
                 return None
             stump, alpha, eps = step
@@ -256,16 +190,100 @@ class ISMultitask(Algorithm):
 
     def apply(self, h: Hypothesis) -> dict:
         k = int(h.domain)
+        blk = self.blocks[k]
         if self.alone(k):
             cached = self._masses
             masses = cached[2] if cached is not None and cached[0] == k and cached[1] == h.stump else None
-            self._reweight_alone(self.w, k, h.stump, h.coef, masses)
+            blk.reweight_alone(blk.w, h.stump, h.coef, masses)
             self._masses = None
         self.steps[k] += 1
-        errors = _multitask.add_task_stump(self.F[k], self.own, h.stump.column(self.data.cols), *h.stump.args(),
-                                           h.coef, self.task, k, self.data.y)
+        for other in self.blocks:  # F_k enters every task's regulariser: it is kept on every task's rows
+            _weights.add_stump(other.F[k], h.stump.column(other.cols), *h.stump.args(), h.coef)
+        blk.errors = int(_weights.margin_errors(blk.F[k], blk.y))
         self.model.append(h.stump, h.coef, domain=k)
+        errors = sum(b.errors for b in self.blocks)
         return {"train_errors": int(self.proto.reduce_counts(np.array([errors]))[0])}
 
     def finish(self):
         return self.model
+
+
+class _Block:
+    """One task's rows on this rank: their bins and labels, every task's score on them, the task's learner.
+
+    A step on task k reads task k's rows only, so its histograms, costs and
+    sums are over n_k rows, not all of the rank's; rows of other tasks would
+    carry weight 0 and change no sum.
+    """
+
+    def __init__(self, k: int, rows: np.ndarray, data, J: int, n_global: int, params: dict, proto, n_samples: int,
+                 hist) -> None:
+        self.k, self.rows, self.n, self.n_global, self.proto = k, rows, len(rows), n_global, proto
+        self.cols = np.ascontiguousarray(data.cols[:, rows])
+        self.y = np.ascontiguousarray(data.y[rows])
+        self.labels = np.ones(self.n, dtype=np.int8)  # the step's pseudo-labels (the learner reads them)
+        self.learner = StumpLearner(params.get("weak_learner", "histogram"), proto, self.cols, self.labels,
+                                    data.bins.n_bins, n_samples, start=data.start, hist=hist)
+        self.F = np.zeros((J, self.n))  # F[j]: task j's ensemble on these rows
+        self.a, self.b, self.weights = (np.zeros(self.n) for _ in range(3))  # a step's per-row costs
+        self.w = self.initial_weights()
+        self.errors = int(np.count_nonzero(self.y != 1))  # F = 0 predicts +1
+
+    def initial_weights(self) -> np.ndarray:
+        """AdaBoost's start on this task alone: 1 / n_k on every row."""
+        return np.full(self.n, 1.0 / self.n_global)
+
+    # ---------------------------------------------- the task alone: AdaBoost
+    def fit_alone_step(self, w: np.ndarray, rng) -> Optional[tuple]:
+        """AdaBoost's round for the weights ``w``: (stump, alpha, error, masses), or None without an edge.
+
+        The same arithmetic as ``adaboost --train-domain k`` (whose other
+        rows weigh 0), so lambda = 0 gives its stumps and coefficients bit for
+        bit.
+        """
+        self.labels[:] = self.y
+        stump = self.learner.fit(w, rng).stump
+        masses = self.masses(w, stump)
+        right, wrong = masses
+        err = wrong / (right + wrong) if right + wrong > 0 else 0.5
+        alpha = is_costs.step_alpha(err)
+        return None if alpha is None else (stump, alpha, err, masses)
+
+    def masses(self, w: np.ndarray, stump) -> tuple:
+        """Exact global weight of the rows the stump gets right and wrong."""
+        right, wrong = self.learner.error_terms(stump, w)
+        return tuple(self.proto.reduce_terms([right, wrong]))
+
+    def reweight_alone(self, w: np.ndarray, stump, alpha: float, masses: Optional[tuple] = None) -> None:
+        """AdaBoost's reweighting (the new total from the round's exact masses)."""
+        self.labels[:] = self.y
+        right, wrong = masses if masses is not None else self.masses(w, stump)
+        down, up = math.exp(-alpha), math.exp(alpha)
+        total = down * right + up * wrong
+        self.learner.update(w, np.zeros(self.n), stump, down / total, up / total, alpha)
+
+    # ---------------------------------------------- a regularised step
+    def fit_step(self, lam: np.ndarray, teacher: str, rng) -> Optional[tuple]:
+        """The exact Case-1 step: (stump, alpha, eps), or None without an edge. ``lam``: lambda_kj over j."""
+        a, b, weights = self.a, self.b, self.weights
+        if teacher == "average":
+            total = float(lam.sum())
+            teachers = np.zeros((1 if total > 0 else 0, self.n))
+            for j in np.flatnonzero(lam > 0):  # elementwise, so a row's mean does not depend on the split
+                teachers[0] += lam[j] * self.F[j]
+            teachers /= total if total > 0 else 1.0
+            lam = np.array([total]) if total > 0 else lam[:0]
+        else:
+            teachers = self.F  # lam[k] = 0: the task is no teacher of itself
+        _multitask.task_costs(self.F[self.k], teachers, np.ascontiguousarray(lam), self.y, a, b, self.labels,
+                              weights)
+        # exact sums travel as a few partials per rank, not as the rows' values
+        total, Z = self.proto.reduce_terms([_exact.partials(weights), _exact.partials(a + b)])
+        if not total > 0:
+            return None  # every row of the task costs the same either way: no step can help
+        stump = self.learner.fit(weights / total, rng).stump
+        (cost,) = self.proto.reduce_terms([_multitask.stump_cost_terms(stump.column(self.cols), a, b,
+                                                                       *stump.args())])
+        eps = float(cost / Z) if Z > 0 else 0.5
+        alpha = is_costs.step_alpha(eps, clip=False)
+        return None if alpha is None else (stump, alpha, eps)

@@ -122,12 +122,16 @@ class StumpLearner:
         N for sample mode.
     start
         Global id of this rank's first row.
+    hist
+        A (d, 256) int64 buffer for the histograms, to share between
+        learners that never fit at the same time (default: its own).
     """
 
     output = "sign"  # the ensemble votes sign(sum_t coef_t h_t(x))
     reduces = "per (feature, bin): signed weight sums w*y, int64 fixed point"
 
-    def __init__(self, mode: str, proto, cols: np.ndarray, y: np.ndarray, n_bins: np.ndarray, n_samples: int, start: int = 0):
+    def __init__(self, mode: str, proto, cols: np.ndarray, y: np.ndarray, n_bins: np.ndarray, n_samples: int, start: int = 0,
+                 hist: Optional[np.ndarray] = None):
         if mode not in ("sample", "histogram"):
             raise ValueError(f"weak learner mode must be 'sample' or 'histogram', not {mode!r}")
         self.mode, self.proto, self.cols, self.y = mode, proto, cols, y
@@ -135,7 +139,7 @@ class StumpLearner:
         self.n_samples = int(n_samples)
         self.start = start
         self._g = np.empty(cols.shape[1], dtype=np.int64)
-        self._hist = np.zeros((cols.shape[0], 256), dtype=np.int64)
+        self._hist = hist if hist is not None else np.zeros((cols.shape[0], 256), dtype=np.int64)
         self._binary = _histogram.binary_columns(cols) if mode == "histogram" else None
 
     @property
