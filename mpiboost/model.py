@@ -208,7 +208,11 @@ class Model:
         return out
 
     def _task_scores(self, cols: np.ndarray, task: Optional[np.ndarray]) -> np.ndarray:
-        """Each row's score under its own task's ensemble (the stumps whose domain is the row's task)."""
+        """Each row's score under its own task's ensemble: the stumps of the row's task and the shared ones.
+
+        A stump of domain -1 (e.g. a start model fitted on every task's rows)
+        belongs to every task's ensemble.
+        """
         from ._ext import _predict
 
         if task is None:
@@ -220,7 +224,7 @@ class Model:
         arrays = self._arrays()
         for k in np.unique(task):
             rows = np.flatnonzero(task == k)
-            mine = self.domain == k
+            mine = (self.domain == k) | (self.domain < 0)
             if not mine.any():
                 continue  # a task without a stump scores 0 (the first class's sign, +1)
             part = np.empty(len(rows), dtype=np.float64)
@@ -387,8 +391,11 @@ class Model:
         clf = self.domain_classifier
         if self.vote == "task":
             J = len(self.domain_names or []) or 1
-            if n and (self.domain.min() < 0 or self.domain.max() >= J):
-                raise InputError(f"{where}: ensemble/domain holds a task outside 0..{J - 1}")
+            # -1: a stump shared by every task (a start model), in round 0 only
+            if n and (self.domain.min() < -1 or self.domain.max() >= J
+                      or np.any((self.domain < 0) != (self.round == 0))):
+                raise InputError(f"{where}: ensemble/domain holds a task outside 0..{J - 1} (or -1, shared, in "
+                                 "round 0 only)")
         elif clf is None:
             if n and np.any(self.domain != -1):
                 raise InputError(f"{where}: ensemble/domain must be -1 in a model without a domain classifier")
@@ -398,8 +405,8 @@ class Model:
             p = clf.n_domains
             if n and (self.domain.min() < -1 or self.domain.max() >= p):
                 raise InputError(f"{where}: ensemble/domain holds a domain outside -1..{p - 1}")
-        if n and self.round.min() < 1:
-            raise InputError(f"{where}: ensemble/round must be at least 1")
+        if n and self.round.min() < (0 if self.vote == "task" else 1):  # round 0: a task model's shared start
+            raise InputError(f"{where}: ensemble/round must be at least {0 if self.vote == 'task' else 1}")
         if n and np.any(np.diff(self.round) < 0):
             raise InputError(f"{where}: ensemble/round must not decrease")
 

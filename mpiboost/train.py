@@ -356,7 +356,9 @@ def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard
         return 0
     check_resume_params(resume, algo)
     done = 0
-    for _, members in resume.truncated(min(rounds, resume.n_rounds)).rounds():
+    for r, members in resume.truncated(min(rounds, resume.n_rounds)).rounds():
+        if r == 0:
+            continue  # round 0: stumps the algorithm's setup builds itself (a start model), not a round
         (stump, coef, k), rest = members[0], members[1:]
         algo.apply(Hypothesis(stump, coef, domain=k, more=tuple((s, c) for s, c, _ in rest)))
         done += 1

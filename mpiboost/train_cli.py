@@ -167,7 +167,7 @@ def add_param(group, param) -> None:
         return
     kw["type"] = param.type if not param.grid else _number_or_auto(param)
     if param.choices is not None:
-        kw["choices"] = param.choices
+        kw["choices"] = tuple(param.choices) + (("auto",) if param.grid else ())
     else:
         kw["metavar"] = param.metavar or param.name.upper()
     group.add_argument(param.flag, **kw)

@@ -207,3 +207,32 @@ def test_bad_lambda_grids_exit_2_naming_the_option(mt, tmp_path, extra, message)
                     str(tmp_path / "m.h5"), *extra])
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert not (tmp_path / "m.h5").exists()
+
+
+def test_the_pooled_start_is_adaboost_on_every_tasks_rows_shared_by_every_task(mt, tmp_path):
+    """--start pooled: round 0 holds AdaBoost's pooled stumps bit for bit (domain -1, in every task's
+    ensemble); with lambda 0 the steps then continue AdaBoost on each task from it; any number of ranks."""
+    train, test = mt
+    doc = _same_on_any_ranks(train, tmp_path, (1, 2, 4), "--algo", "is-multitask", "--lambda", "0", "--start",
+                             "pooled", "--start-rounds", "15", rounds=30)
+    shared = [s for s in doc["ensemble"] if s["round"] == 0]
+    assert len(shared) == 15 and all(s["domain"] is None for s in shared)
+    _train(train, tmp_path / "pooled.h5", "--algo", "adaboost", rounds=15)
+    pooled = _export(tmp_path / "pooled.h5")["ensemble"]
+    assert [(s["feature"], s["bin"], s["left"], s["coef"]) for s in shared] == \
+        [(s["feature"], s["bin"], s["left"], s["coef"]) for s in pooled]
+    assert sum(1 for s in doc["ensemble"] if s["round"] > 0) == 30
+    # predict scores a row with the shared stumps plus its own task's
+    proc = run_cli(["evaluate", "--model", str(tmp_path / "m1.h5"), "--data", str(test)])
+    assert proc.returncode == 0 and json.loads(proc.stdout)["uniform_error"] < 0.25
+
+
+def test_a_resumed_run_with_a_pooled_start_is_the_uninterrupted_run(mt, tmp_path):
+    train, _ = mt
+    opts = ("--algo", "is-multitask", "--lambda", "0.1", "--start", "pooled", "--start-rounds", "10",
+            "--valid-fraction", "0.2", "--best-round")
+    _train(train, tmp_path / "full.h5", *opts, rounds=30)
+    _train(train, tmp_path / "part.h5", *opts, "--checkpoint", str(tmp_path / "ck.h5"), "--checkpoint-every", "5",
+           rounds=12)
+    _train(train, tmp_path / "resumed.h5", *opts, "--checkpoint", str(tmp_path / "ck.h5"), "--resume", rounds=30)
+    assert _export(tmp_path / "resumed.h5")["ensemble"] == _export(tmp_path / "full.h5")["ensemble"]

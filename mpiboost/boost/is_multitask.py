@@ -72,6 +72,12 @@ class ISMultitask(Algorithm):
               high=100_000),
         Param("steps_per_visit", int, 5, "steps S on a drawn task before the next task is drawn", low=1,
               high=10_000),
+        Param("start", str, "zero", "the ensembles' start: zero (the paper's) or pooled: one AdaBoost on every "
+              "task's rows (cut at its best validation round when there are validation rows), shared by every "
+              "task's ensemble, which the steps then refine; auto: chosen with the other auto values on "
+              "validation rows", choices=("zero", "pooled"), grid=("zero", "pooled")),
+        Param("start_rounds", int, 200, "with --start pooled: the rounds (at most) of the pooled AdaBoost",
+              low=1, high=100_000),
         Param("teacher", str, "all", "the regulariser: every other task's ensemble (all, the paper's Case 1) or "
               "their lambda-weighted mean as one teacher (average, Eq. 26)", choices=("all", "average")),
     )
@@ -104,6 +110,25 @@ class ISMultitask(Algorithm):
             self.lam = lam / np.maximum(self.distances, np.finfo(float).tiny)
             np.fill_diagonal(self.lam, 0.0)
         self.model = self.new_model(data, output="sign")
+        if self.params["start"] == "pooled":
+            key = ("pooled_start", self.seed, int(self.params["start_rounds"]),
+                   *((p.name, self.params.get(p.name)) for p in SAMPLING))
+            if key not in data.extra:
+                data.extra[key] = self.fit_pooled(hist)
+            for stump, alpha in data.extra[key]:
+                self.model.append(stump, alpha, round=0)  # round 0: shared by every task, rebuilt on resume
+                for blk in self.blocks:
+                    for j in range(self.J):
+                        _weights.add_stump(blk.F[j], stump.column(blk.cols), *stump.args(), alpha)
+            for blk in self.blocks:
+                blk.errors = int(_weights.margin_errors(blk.F[blk.k], blk.y))
+
+    def fit_pooled(self, hist) -> list:
+        """AdaBoost on every task's rows: its (stump, alpha) rounds, cut at the round of the lowest mean
+        validation error over tasks (the earliest of equal ones) when there are validation rows."""
+        data = self.data
+        pool = _Block(-1, None, data, 1, int(data.n_global), self.params, self.proto, self.sample_size(data), hist)
+        return self._boost_alone(pool, int(self.params["start_rounds"]), self.valid, None)
 
     def alone(self, k: int) -> bool:
         """Task k's risk has no other task in it (lambda_kj = 0 for every j): its steps are AdaBoost's rounds."""
@@ -134,29 +159,36 @@ class ISMultitask(Algorithm):
 
     def fit_alone(self, k: int) -> list:
         """AdaBoost on task k alone (scratch weights): its (stump, alpha) rounds, cut at the best validation round."""
-        blk = self.blocks[k]
+        return self._boost_alone(self.blocks[k], int(self.params["is_rounds"]), self.valid, k)
+
+    def _boost_alone(self, blk: "_Block", rounds: int, v, k: Optional[int]) -> list:
+        """AdaBoost on a block's rows (scratch weights), ``rounds`` at most: its (stump, alpha) rounds, cut at
+        the best round on the validation rows of task ``k`` (all tasks, by their mean error, for None)."""
         w = blk.initial_weights()
-        v = self.valid
-        vrows = np.flatnonzero(v.domain == k) if v is not None else None
-        if vrows is not None:
+        if v is not None:
+            vrows = np.flatnonzero(v.domain == k) if k is not None else np.arange(len(v.y))
             vcols, vy = np.ascontiguousarray(v.cols[:, vrows]), v.y[vrows]
+            vtask = np.asarray(v.domain, dtype=np.int64)[vrows] if k is None else np.zeros(len(vrows), np.int64)
+            groups = self.J if k is None else 1
+            sizes = self.proto.reduce_counts(np.bincount(vtask, minlength=groups).astype(np.int64))
             vscore = np.zeros(len(vrows))
-            n_valid = int(self.proto.reduce_counts(np.array([len(vrows)]))[0])
-        rounds, errors = [], []
-        for r in range(1, int(self.params["is_rounds"]) + 1):
+        out, errors = [], []
+        for r in range(1, rounds + 1):
             step = blk.fit_alone_step(w, np.random.default_rng([self.seed, r]))
             if step is None:
                 break
             stump, alpha, _, masses = step
             blk.reweight_alone(w, stump, alpha, masses)
-            rounds.append((stump, alpha))
-            if vrows is not None and n_valid:
+            out.append((stump, alpha))
+            if v is not None and sizes.sum():
                 vscore += alpha * stump.predict(vcols)
-                wrong = int(np.count_nonzero(np.where(vscore >= 0, 1, -1) != vy))
-                errors.append(int(self.proto.reduce_counts(np.array([wrong]))[0]))
+                wrong = np.where(vscore >= 0, 1, -1) != vy
+                counts = self.proto.reduce_counts(np.bincount(vtask[wrong], minlength=groups).astype(np.int64))
+                has = sizes > 0
+                errors.append(float(np.mean(counts[has] / sizes[has])))
         if errors:
-            rounds = rounds[: int(np.argmin(errors)) + 1]
-        return rounds
+            out = out[: int(np.argmin(errors)) + 1]
+        return out
 
     def sample_size(self, data) -> int:
         from .reweighting import Reweighting
@@ -216,11 +248,13 @@ class _Block:
     carry weight 0 and change no sum.
     """
 
-    def __init__(self, k: int, rows: np.ndarray, data, J: int, n_global: int, params: dict, proto, n_samples: int,
-                 hist) -> None:
-        self.k, self.rows, self.n, self.n_global, self.proto = k, rows, len(rows), n_global, proto
-        self.cols = np.ascontiguousarray(data.cols[:, rows])
-        self.y = np.ascontiguousarray(data.y[rows])
+    def __init__(self, k: int, rows: Optional[np.ndarray], data, J: int, n_global: int, params: dict, proto,
+                 n_samples: int, hist) -> None:
+        # rows None: every row of the rank (the pooled start), without a copy
+        self.k, self.rows, self.proto = k, rows, proto
+        self.n, self.n_global = (data.n_local if rows is None else len(rows)), n_global
+        self.cols = data.cols if rows is None else np.ascontiguousarray(data.cols[:, rows])
+        self.y = data.y if rows is None else np.ascontiguousarray(data.y[rows])
         self.labels = np.ones(self.n, dtype=np.int8)  # the step's pseudo-labels (the learner reads them)
         self.learner = StumpLearner(params.get("weak_learner", "histogram"), proto, self.cols, self.labels,
                                     data.bins.n_bins, n_samples, start=data.start, hist=hist)

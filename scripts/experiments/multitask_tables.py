@@ -68,6 +68,10 @@ METHODS = {
     "B": ["--algo", "is-multitask", "--lambda", "auto", "--lambda-scale", "is"],
     "C": ["--algo", "is-multitask", "--lambda", "0"],
     "D": ["--algo", "adaboost"],
+    # beyond the paper: every task starts from the pooled AdaBoost (validated, at most the round budget) ...
+    "A+pooled": ["--algo", "is-multitask", "--lambda", "auto", "--start", "pooled", "--start-rounds", "{rounds}"],
+    # ... or validation chooses that start or the paper's zero start, with lambda and the rounds
+    "A+auto": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}"],
 }
 VALID_FRACTION = 0.2
 # key: (label, one model per task?, num_leaves)
@@ -132,7 +136,7 @@ def per_task_errors(pred: np.ndarray, data: dict) -> list:
 def run_mpiboost(work: str, tag: str, method: str, train: str, tests: dict, *, seed: int, rounds: int, steps: int,
                  threads: int, n_fit: int) -> dict:
     """Train ``method`` through ``mpiboost train`` and score it with ``mpiboost evaluate`` on each test file."""
-    opts = METHODS[method]
+    opts = [o.replace("{rounds}", str(rounds)) for o in METHODS[method]]
     model, metrics = os.path.join(work, f"{tag}-{method}.h5"), os.path.join(work, f"{tag}-{method}.jsonl")
     extra = ["--steps-per-visit", str(steps)] if "is-multitask" in opts else []
     t0 = time.perf_counter()
@@ -320,7 +324,7 @@ def main(argv=None) -> int:
             clean = {m: [] for m in methods}
             seconds = {m: [] for m in methods}
             best = {m: [] for m in methods}
-            lam = {m: [] for m in ("A", "B")}
+            lam = {m: [] for m in METHODS if "--lambda" in METHODS[m] and "auto" in METHODS[m]}
             for r in range(args.trials):
                 res = trial(work, d, r, args.rounds, args.steps_per_visit, args.threads, peers, args.c_rounds)
                 for m in methods:
