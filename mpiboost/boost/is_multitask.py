@@ -78,6 +78,10 @@ class ISMultitask(Algorithm):
               "validation rows", choices=("zero", "pooled"), grid=("zero", "pooled")),
         Param("start_rounds", int, 200, "with --start pooled: the rounds (at most) of the pooled AdaBoost",
               low=1, high=100_000),
+        Param("shrinkage", float, 1.0, "each step adds nu alpha f, alpha the exact step (1: the paper's; "
+              "smaller steps, with more rounds, resist label noise as LightGBM's learning rate does); the pooled "
+              "start and the per-task fits of --lambda-scale is take the same nu", low=0.0, low_open=True,
+              high=1.0, metavar="NU"),
         Param("teacher", str, "all", "the regulariser: every other task's ensemble (all, the paper's Case 1) or "
               "their lambda-weighted mean as one teacher (average, Eq. 26)", choices=("all", "average")),
     )
@@ -252,6 +256,7 @@ class _Block:
                  n_samples: int, hist) -> None:
         # rows None: every row of the rank (the pooled start), without a copy
         self.k, self.rows, self.proto = k, rows, proto
+        self.nu = float(params.get("shrinkage", 1.0))  # 1.0 * alpha is alpha: the exact step, bit for bit
         self.n, self.n_global = (data.n_local if rows is None else len(rows)), n_global
         self.cols = data.cols if rows is None else np.ascontiguousarray(data.cols[:, rows])
         self.y = data.y if rows is None else np.ascontiguousarray(data.y[rows])
@@ -281,7 +286,7 @@ class _Block:
         right, wrong = masses
         err = wrong / (right + wrong) if right + wrong > 0 else 0.5
         alpha = is_costs.step_alpha(err)
-        return None if alpha is None else (stump, alpha, err, masses)
+        return None if alpha is None else (stump, self.nu * alpha, err, masses)
 
     def masses(self, w: np.ndarray, stump) -> tuple:
         """Exact global weight of the rows the stump gets right and wrong."""
@@ -289,7 +294,7 @@ class _Block:
         return tuple(self.proto.reduce_terms([right, wrong]))
 
     def reweight_alone(self, w: np.ndarray, stump, alpha: float, masses: Optional[tuple] = None) -> None:
-        """AdaBoost's reweighting (the new total from the round's exact masses)."""
+        """AdaBoost's reweighting for the coefficient ``alpha`` (the new total from the round's exact masses)."""
         self.labels[:] = self.y
         right, wrong = masses if masses is not None else self.masses(w, stump)
         down, up = math.exp(-alpha), math.exp(alpha)
@@ -320,4 +325,4 @@ class _Block:
                                                                        *stump.args())])
         eps = float(cost / Z) if Z > 0 else 0.5
         alpha = is_costs.step_alpha(eps, clip=False)
-        return None if alpha is None else (stump, alpha, eps)
+        return None if alpha is None else (stump, self.nu * alpha, eps)

@@ -83,12 +83,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--rounds", type=int, default=600, help="mpiboost steps at most; the peers' rounds per model")
     p.add_argument("--steps-per-visit", type=int, default=5)
+    p.add_argument("--long-rounds", type=int, default=2000, help="steps at most of the methods with shrunk steps "
+                   "(and of D beside them); the peers' rounds per model are the larger budget")
+    p.add_argument("--c-rounds", type=int, default=600, help="rounds at most of each task's AdaBoost in "
+                   "'C, rounds per task'")
     p.add_argument("--max-train-per-task", type=int, default=2000,
                    help="Adult: training rows drawn per task and repetition (0: all of adult.data)")
     p.add_argument("--amazon-train", type=int, default=1600, help="Amazon: training reviews per task")
     p.add_argument("--amazon-test", type=int, default=400, help="Amazon: test reviews per task")
     p.add_argument("--vocab-size", type=int, default=2000)
-    p.add_argument("--methods", nargs="+", default=[*MT.METHODS, *MT.PEERS], choices=[*MT.METHODS, *MT.PEERS],
+    p.add_argument("--methods", nargs="+", default=[*MT.METHODS, "C1", *MT.PEERS],
+                   choices=[*MT.METHODS, "C1", *MT.PEERS],
                    help="mpiboost methods and peers (C is always run: the others are paired with it)")
     p.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True,
                    help="the LightGBM peers (default: on)")
@@ -100,14 +105,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--markdown", type=Path, help="also write the printed tables here")
     args = p.parse_args(argv)
     if args.quick:
-        args.reps, args.rounds = min(args.reps, 2), min(args.rounds, 100)
+        args.reps, args.rounds, args.long_rounds = min(args.reps, 2), min(args.rounds, 100), min(args.long_rounds, 200)
         args.max_train_per_task = min(args.max_train_per_task or 500, 500)
         args.amazon_train = min(args.amazon_train, 400)
     if args.amazon_train + args.amazon_test > 2000:
         p.error("--amazon-train + --amazon-test exceed a domain's 2,000 reviews")
     peers = set(MT.peer_keys(args.peers))
     wanted = {"C", *args.methods}  # in the tables' order: A, B, C, D, then the peers
-    args.methods = [m for m in MT.METHODS if m in wanted] + [m for m in MT.PEERS if m in wanted and m in peers]
+    args.methods = [m for m in [*MT.METHODS, "C1"] if m in wanted] + [m for m in MT.PEERS
+                                                                      if m in wanted and m in peers]
     return args
 
 
@@ -170,11 +176,15 @@ def run_rep(args, dataset: str, r: int, train: Path, test: Path) -> dict:
         if m in MT.METHODS:
             res = MT.run_mpiboost(str(args.workdir / "runs"), f"{dataset}-rep{r}", m, str(train),
                                   {"test": str(test)}, seed=r, rounds=args.rounds, steps=args.steps_per_visit,
-                                  threads=args.threads, n_fit=int((~valid).sum()))
+                                  threads=args.threads, n_fit=int((~valid).sum()), long_rounds=args.long_rounds)
+        elif m == "C1":
+            res = MT.run_c_per_task(str(args.workdir / "runs"), f"{dataset}-rep{r}", data, valid,
+                                    {"test": str(test)}, seed=r, rounds=args.c_rounds, threads=args.threads)
         else:
-            res = MT.run_peer(m, data, valid, tests, seed=r, rounds=args.rounds, threads=args.threads)
+            res = MT.run_peer(m, data, valid, tests, seed=r, rounds=max(args.rounds, args.long_rounds),
+                              threads=args.threads)
         out[m] = {"errors": res["errors"]["test"], "seconds": res["seconds"], "best_round": res["best_round"],
-                  "lambda": res.get("lambda")}
+                  "lambda": res.get("lambda"), "chosen": res.get("chosen")}
     counts = {"train": np.bincount(data["domain"], minlength=len(data["names"])).tolist(),
               "fit": np.bincount(data["domain"][~valid], minlength=len(data["names"])).tolist(),
               "test": np.bincount(tests["test"]["domain"], minlength=len(data["names"])).tolist()}
@@ -195,12 +205,12 @@ def render(args, record: dict) -> str:
             means = v.mean(axis=1)
             sd = f" ± {means.std(ddof=1):.3f}" if R > 1 else ""
             best = [b for rep in reps for b in np.atleast_1d(rep["methods"][m]["best_round"])]
-            lams = [rep["methods"][m]["lambda"] for rep in reps]
+            lams = [MT.chosen_text(rep["methods"][m].get("chosen")) for rep in reps]
             rows.append([MT.LABEL[m], f"{means.mean():.3f}{sd}", " / ".join(f"{x:.3f}" for x in v.mean(axis=0)),
                          "" if m == "C" else MT.wins(v, E["C"]),
                          f"{np.mean([rep['methods'][m]['seconds'] for rep in reps]):.1f}",
                          f"{int(np.median(best))}",
-                         ", ".join(f"{x:g}" for x in lams) if any(x is not None for x in lams) else ""])
+                         ", ".join(lams) if any(lams) else ""])
         c = first["counts"]
         if dataset == "adult":
             how = (f"at most {args.max_train_per_task:,} rows per task of adult.data" if args.max_train_per_task > 0
@@ -209,13 +219,14 @@ def render(args, record: dict) -> str:
             how = (f"vocabulary {args.vocab_size:,}, per task {args.amazon_train:,} training and "
                    f"{args.amazon_test:,} test reviews drawn afresh each repetition")
         out += [f"**{dataset.capitalize()}** ({len(names)} tasks: {', '.join(names)}; {how}): test error, "
-                f"{R} repetition{'s' if R > 1 else ''}, at most {args.rounds} steps, --valid-fraction 0.2 "
+                f"{R} repetition{'s' if R > 1 else ''}, at most {args.rounds} steps ({args.long_rounds} for the "
+                f"long ones), --valid-fraction 0.2 "
                 f"--best-round, {args.threads} thread(s). Rows per task: fit {' / '.join(map(str, c['fit']))}, "
                 f"validation {' / '.join(str(a - b) for a, b in zip(c['train'], c['fit']))}, "
                 f"test {' / '.join(map(str, c['test']))}.", "",
                 C.markdown_table(["method", "mean over tasks ± sd over repetitions", f"per task ({' / '.join(names)})",
                                   "vs C: wins / ties / losses over (task, repetition)", "train s / repetition",
-                                  "best round (median)", "λ chosen (per repetition)"], rows), ""]
+                                  "best round (median)", "λ (start) chosen, per repetition"], rows), ""]
     return "\n".join(out)
 
 

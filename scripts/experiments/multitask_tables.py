@@ -19,12 +19,21 @@ method fits on 80 % of each task's training rows and validates on the other
   (``--c-rounds`` 200 at most): method C as the paper validates it, each task
   its own T (C above shares one T, chosen by the mean over tasks).
 
+Beyond the paper (its rules kept as the options' defaults):
+
+* A, start auto: ``--start auto --start-rounds R``: validation also chooses
+  between the paper's zero start and every task starting from one AdaBoost on
+  all the tasks' rows (itself cut at its best validation round);
+* A, start auto, ν 0.1 (long): the same with ``--shrinkage 0.1`` (each step a
+  tenth of the exact one) and ``--long-rounds`` (2,000) steps;
+* D (long): D with ``--long-rounds`` rounds.
+
 LightGBM peers (``--peers``, the default; ``--no-peers`` leaves them out) run
 in this process on exactly the same rows: the validation rows are those of
 ``mpiboost.train.valid_mask`` (the rule behind ``--valid-fraction``, called on
 the training file's domains and labels with the trial's seed), and every
 mpiboost run is checked to have fitted on as many rows as the peers. Each peer
-trains ``--rounds`` boosting rounds per model (learning rate 0.1, LightGBM's
+trains max(``--rounds``, ``--long-rounds``) boosting rounds per model (learning rate 0.1, LightGBM's
 deterministic mode, ``--threads`` threads, seed r) and keeps the iteration of
 the lowest validation 0/1 error, the earliest of equal ones (as
 ``--best-round``):
@@ -57,6 +66,7 @@ import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Optional
 
 import numpy as np
 
@@ -68,11 +78,15 @@ METHODS = {
     "B": ["--algo", "is-multitask", "--lambda", "auto", "--lambda-scale", "is"],
     "C": ["--algo", "is-multitask", "--lambda", "0"],
     "D": ["--algo", "adaboost"],
-    # beyond the paper: every task starts from the pooled AdaBoost (validated, at most the round budget) ...
-    "A+pooled": ["--algo", "is-multitask", "--lambda", "auto", "--start", "pooled", "--start-rounds", "{rounds}"],
-    # ... or validation chooses that start or the paper's zero start, with lambda and the rounds
-    "A+auto": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}"],
+    # beyond the paper: validation chooses the zero start or every task starting from the pooled AdaBoost
+    # (validated, at most the round budget), with lambda and the rounds ...
+    "A+start": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}"],
+    # ... and, besides, steps shrunk to a tenth of the exact step, with the longer budget
+    "A+start+nu": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}",
+                   "--shrinkage", "0.1"],
+    "D-long": ["--algo", "adaboost"],  # D with the longer budget
 }
+LONG = {"A+start+nu", "D-long"}  # the methods run with --long-rounds steps
 VALID_FRACTION = 0.2
 # key: (label, one model per task?, num_leaves)
 PEERS = {
@@ -81,7 +95,8 @@ PEERS = {
     "lgb-pooled-stumps": ("LGB pooled + task id, stumps", False, 2),
     "lgb-pooled-31": ("LGB pooled + task id, 31 leaves", False, 31),
 }
-LABEL = {**{m: m for m in METHODS}, "C1": "C, rounds per task", **{k: v[0] for k, v in PEERS.items()}}
+LABEL = {**{m: m for m in METHODS}, "C1": "C, rounds per task", "A+start": "A, start auto",
+         "A+start+nu": "A, start auto, ν 0.1 (long)", "D-long": "D (long)", **{k: v[0] for k, v in PEERS.items()}}
 
 
 def _cli(*args: str) -> str:
@@ -134,8 +149,12 @@ def per_task_errors(pred: np.ndarray, data: dict) -> list:
 
 # ---------------------------------------------------------------- mpiboost
 def run_mpiboost(work: str, tag: str, method: str, train: str, tests: dict, *, seed: int, rounds: int, steps: int,
-                 threads: int, n_fit: int) -> dict:
-    """Train ``method`` through ``mpiboost train`` and score it with ``mpiboost evaluate`` on each test file."""
+                 threads: int, n_fit: int, long_rounds: Optional[int] = None) -> dict:
+    """Train ``method`` through ``mpiboost train`` and score it with ``mpiboost evaluate`` on each test file.
+
+    ``rounds`` steps at most, ``long_rounds`` for the methods in LONG."""
+    if method in LONG and long_rounds:
+        rounds = long_rounds
     opts = [o.replace("{rounds}", str(rounds)) for o in METHODS[method]]
     model, metrics = os.path.join(work, f"{tag}-{method}.h5"), os.path.join(work, f"{tag}-{method}.jsonl")
     extra = ["--steps-per-visit", str(steps)] if "is-multitask" in opts else []
@@ -156,7 +175,7 @@ def run_mpiboost(work: str, tag: str, method: str, train: str, tests: dict, *, s
         errors[key] = [report["per_domain"][n]["error"] for n in names]
     os.unlink(model)
     return {"errors": errors, "seconds": wall, "best_round": summary.get("best_round", summary["rounds"]),
-            "lambda": summary.get("chosen", {}).get("lam")}
+            "lambda": summary.get("chosen", {}).get("lam"), "chosen": summary.get("chosen")}
 
 
 def run_c_per_task(work: str, tag: str, data: dict, valid: np.ndarray, tests: dict, *, seed: int, rounds: int,
@@ -260,7 +279,7 @@ def peer_keys(enabled: bool) -> list:
 
 # ------------------------------------------------------------------ trials
 def trial(work: str, dataset: int, r: int, rounds: int, steps: int, threads: int, peers: list,
-          c_rounds: int = 200) -> dict:
+          c_rounds: int = 200, long_rounds: Optional[int] = None) -> dict:
     """Per method, the per-task test errors of trial r (``name`` noisy labels, ``name-clean`` clean ones)."""
     train, test = os.path.join(work, f"d{dataset}-{r}.h5"), os.path.join(work, f"d{dataset}-{r}-test.h5")
     _cli("synth", "multitask", "--dataset", str(dataset), "--n", "400", "--paper-noise", "--task-seed", str(r),
@@ -280,7 +299,8 @@ def trial(work: str, dataset: int, r: int, rounds: int, steps: int, threads: int
     out, seconds, best, lam = {}, {}, {}, {}
     for name in METHODS:
         res = run_mpiboost(work, f"m{dataset}-{r}", name, train, {name: test, name + "-clean": clean}, seed=r,
-                           rounds=rounds, steps=steps, threads=threads, n_fit=int((~valid).sum()))
+                           rounds=rounds, steps=steps, threads=threads, n_fit=int((~valid).sum()),
+                           long_rounds=long_rounds)
         out.update(res["errors"])
         seconds[name], best[name], lam[name] = res["seconds"], res["best_round"], res["lambda"]
     res = run_c_per_task(work, f"m{dataset}-{r}", data, valid, {"C1": test, "C1-clean": clean}, seed=r,
@@ -289,10 +309,18 @@ def trial(work: str, dataset: int, r: int, rounds: int, steps: int, threads: int
     seconds["C1"], best["C1"] = res["seconds"], res["best_round"]
     tests = {"noisy": read_rows(test), "clean": read_rows(clean)}
     for key in peers:
-        res = run_peer(key, data, valid, tests, seed=r, rounds=rounds, threads=threads)
+        res = run_peer(key, data, valid, tests, seed=r, rounds=max(rounds, long_rounds or 0), threads=threads)
         out[key], out[key + "-clean"] = res["errors"]["noisy"], res["errors"]["clean"]
         seconds[key], best[key] = res["seconds"], res["best_round"]
     return {"errors": out, "seconds": seconds, "best_round": best, "lambda": lam}
+
+
+def chosen_text(chosen: Optional[dict]) -> str:
+    """What validation chose, briefly: "0.03" (lambda) or "0.03 pooled" (and the start)."""
+    if not chosen:
+        return ""
+    text = f"{chosen['lam']:g}" if "lam" in chosen else ""
+    return f"{text} {chosen['start']}".strip() if "start" in chosen else text
 
 
 def wins(v: np.ndarray, base: np.ndarray) -> str:
@@ -307,6 +335,8 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=600,
                    help="steps at most (the paper's T_max = 120 outer rounds x S = 5); the peers' rounds per model")
     p.add_argument("--steps-per-visit", type=int, default=5)
+    p.add_argument("--long-rounds", type=int, default=2000, help="steps at most of the methods with shrunk steps "
+                   "(and of D beside them); the peers' rounds per model are the larger budget")
     p.add_argument("--c-rounds", type=int, default=200, help="rounds at most of each task's AdaBoost in "
                    "'C, rounds per task' (the paper's protocol: T <= 200 per task)")
     p.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True,
@@ -326,7 +356,8 @@ def main(argv=None) -> int:
             best = {m: [] for m in methods}
             lam = {m: [] for m in METHODS if "--lambda" in METHODS[m] and "auto" in METHODS[m]}
             for r in range(args.trials):
-                res = trial(work, d, r, args.rounds, args.steps_per_visit, args.threads, peers, args.c_rounds)
+                res = trial(work, d, r, args.rounds, args.steps_per_visit, args.threads, peers, args.c_rounds,
+                            args.long_rounds)
                 for m in methods:
                     errs[m].append(res["errors"][m])
                     clean[m].append(res["errors"][m + "-clean"])
