@@ -21,7 +21,7 @@ def task_costs(const double[::1] fk, const double[:, ::1] teachers, const double
                double[::1] weights):
     """Fill ``a``, ``b``, ``labels``, ``weights`` for a step on task k, over task k's rows.
 
-    ``fk``: F_k on every row; ``teachers`` (m, n): the teachers' scores
+    ``fk``: F_k on task k's rows; ``teachers`` (m, n): the teachers' scores on them
     (every other task's F_j, or the one averaged teacher), ``lam`` (m,) their
     weights (a teacher of weight <= 0 is skipped). Per row, in this order:
     u = exp(-F_k y), then for each teacher e = exp(F_k - F_j), a += lam e,

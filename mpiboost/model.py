@@ -671,7 +671,9 @@ class Scorer:
                     raise ValueError("this model has one ensemble per task: pass every row's task")
                 task = np.zeros(n, dtype=np.int64)
             # the "Q" of a task model: row r counts stump t iff r's task is t's task
-            J = max(len(model.domain_names or []), int(np.max(task)) + 1 if len(task) else 1)
+            J = len(model.domain_names or []) or 1  # every rank alike (not this rank's largest task id)
+            if len(task) and (int(np.min(task)) < 0 or int(np.max(task)) >= J):
+                raise ValueError(f"a row's task is outside the model's {J} tasks")
             self.Q = np.zeros((n, J))
             self.Q[np.arange(n), np.asarray(task, dtype=np.int64)] = 1.0
         elif model.domain_classifier is not None:

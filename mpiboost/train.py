@@ -273,7 +273,7 @@ def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Proto
         return None
     scorer.update()
     if scorer.model.vote == "task":
-        J = scorer.Q.shape[1]
+        J = len(scorer.model.domain_names or []) or 1  # the model's tasks: the same on every rank
         task = np.asarray(vshard.domain, dtype=np.int64)
         local = np.concatenate([scorer.errors_by_group(vshard.y, task, J), np.bincount(task, minlength=J)])
         counts = proto.reduce_counts(local.astype(np.int64))
@@ -521,7 +521,7 @@ def check_validation(algorithm: str, params: Optional[dict], *, valid: Optional[
     cls = boost.get(algorithm)
     for p in cls.parameters:  # a grid of values given for a parameter that is not "auto" would be ignored
         given = (params or {}).get(p.name + "_grid") if p.grid and cls.has(p.name + "_grid") else None
-        if given not in (None, "") and (params or {}).get(p.name) != "auto":
+        if given is not None and (params or {}).get(p.name) != "auto":
             raise CollectiveError(f"{cls.declared(p.name + '_grid').flag} applies only with {p.flag} auto")
     auto = auto_params(algorithm, params)
     if auto and not has_valid:

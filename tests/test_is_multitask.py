@@ -247,3 +247,78 @@ def test_shrinkage_scales_each_step_alike_on_any_number_of_ranks(mt, tmp_path):
     first, exact = doc["ensemble"][0], _export(tmp_path / "exact.h5")["ensemble"][0]
     assert (first["feature"], first["bin"]) == (exact["feature"], exact["bin"])
     assert first["coef"] == 0.25 * exact["coef"]
+
+
+def _setup_algo(path, params, valid=None):
+    """ISMultitask set up on one rank's load of ``path`` (and validation rows), for white-box checks."""
+    from mpiboost.boost.is_multitask import ISMultitask
+    from mpiboost.comm import world
+    from mpiboost.data.load import load
+    from mpiboost.protocol import Protocol
+
+    comm = world()
+    shard = load(comm, [str(path)], task="binary")
+    algo = ISMultitask(params)
+    if valid is not None:
+        algo.valid = load(comm, [str(valid)], task="binary", bins=shard.bins)
+    algo.setup(shard, Protocol(comm), seed=0)
+    return algo
+
+
+def test_a_task_alone_continues_adaboost_from_the_pooled_start(mt):
+    """lambda 0 after --start pooled: each task's weights are AdaBoost's after the start, w_i ~ exp(-y_i F(x_i))."""
+    train, _ = mt
+    algo = _setup_algo(train, {"lam": 0.0, "start": "pooled", "start_rounds": 12})
+    assert algo.model.n_stumps == 12
+    for blk in algo.blocks:
+        expected = np.exp(-blk.y * blk.F[blk.k])
+        np.testing.assert_allclose(blk.w, expected / expected.sum(), rtol=1e-9)
+
+
+def test_a_task_without_rows_is_never_drawn(tmp_path):
+    """Domains 0 and 2 have rows, 1 none (its name only; task 2 is one label): every round steps task 0 or 2,
+    alike in histogram and sample mode and on any number of ranks."""
+    from mpiboost.data.format import write_dataset
+
+    rng = np.random.default_rng(3)
+    n = 300
+    X = rng.random((n, 2))
+    domain = np.where(np.arange(n) < 200, 0, 2).astype(np.int32)
+    y = np.where(domain == 2, 1, np.where(X[:, 0] + 0.1 * rng.standard_normal(n) > 0.5, 1, -1)).astype(np.int8)
+    path = tmp_path / "holes.h5"
+    write_dataset(str(path), X, y, domain, domain_names=["a", "b", "c"])
+    for mode in ("histogram", "sample"):
+        doc = _same_on_any_ranks(path, tmp_path, (1, 3), "--algo", "is-multitask", "--lambda", "0",
+                                 "--weak-learner", mode, *(("--samples", "100") if mode == "sample" else ()),
+                                 rounds=40)
+        domains = [s["domain"] for s in doc["ensemble"]]
+        assert len(domains) == 40 and set(domains) == {0, 2}
+
+
+def test_unnamed_tasks_validate_alike_with_a_dedicated_coordinator(tmp_path):
+    """A domain column without names: the model names the tasks 0..J-1, every rank validates over all J."""
+    from mpiboost.data import synth
+    from mpiboost.data.format import write_dataset
+
+    data = synth.module("multitask").generate(200, seed=1, task_seed=1, dataset=1, paper_noise=True)
+    path = tmp_path / "unnamed.h5"
+    write_dataset(str(path), data.X, data.y, data.domain)
+    doc = _same_on_any_ranks(path, tmp_path, (1, 4), "--algo", "is-multitask", "--lambda", "0.1",
+                             "--valid-fraction", "0.2", "--best-round", rounds=20)  # 4: a dedicated coordinator
+    assert doc["domain_names"] == ["0", "1", "2"]
+
+
+def test_is_distances_of_fits_far_apart_are_infinite_and_leave_the_pair_unregularised(tmp_path):
+    """Two separable tasks with opposite rules: unvalidated per-task fits reach |F_k - F_j| > 709 on a row;
+    IS_kj is then infinite (lambda_kj = 0), not an overflow error."""
+    from mpiboost.data.format import write_dataset
+
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 1))
+    domain = (np.arange(400) >= 200).astype(np.int32)
+    y = np.where((X[:, 0] > 0.5) == (domain == 0), 1, -1).astype(np.int8)
+    path = tmp_path / "far.h5"
+    write_dataset(str(path), X, y, domain, domain_names=["up", "down"])
+    algo = _setup_algo(path, {"lam": 0.1, "lambda_scale": "is", "is_rounds": 120})
+    assert np.isinf(algo.distances[0, 1]) and np.isinf(algo.distances[1, 0])
+    assert algo.lam[0, 1] == 0.0 and algo.lam[1, 0] == 0.0

@@ -230,7 +230,7 @@ class Algorithm(ABC):
     def grid_values(cls, name: str, given: Optional[str] = None) -> tuple:
         """The values ``name auto`` tries: the declared grid, or ``given`` ("v1,v2,...") checked one by one."""
         p = cls.declared(name)
-        if given is None or str(given).strip() == "":
+        if given is None:
             return tuple(p.grid)
         flag = cls.declared(name + "_grid").flag if cls.has(name + "_grid") else p.flag
         parts = [x.strip() for x in str(given).split(",")]

@@ -6,15 +6,17 @@ by its own task's ensemble (the model's ``vote = "task"``). Each round is one
 exact Case-1 step (:mod:`.is_costs`) on one task: the outer round
 ``ceil(t / S)`` draws the task k uniformly from an RNG keyed by (seed, outer
 round), and S consecutive rounds (``--steps-per-visit``) step F_k with every
-other F_j at its current value. A step:
+other F_j at its current value (a task without a weak edge left hands its
+round to the next task of that draw's order). A step:
 
 * per row i of task k: the costs a_i (of f(x_i) = +1) and b_i (of -1) from
   u_i = exp(-F_k y_i) and lambda e^{+-(F_k - F_j)} of every other task j;
 * the stump chosen for pseudo-labels sign(b_i - a_i) and weights |a_i - b_i|
   (the ordinary weighted stump learner: histogram or sample mode);
 * eps = the exact global sum of the chosen stump's costs over Z = sum(a + b),
-  alpha = 1/2 ln((1 - eps) / eps), F_k += alpha f on the rows of every task
-  (F_k enters every other task's regulariser).
+  alpha = 1/2 ln((1 - eps) / eps), F_k += nu alpha f on the rows of every
+  task (F_k enters every other task's regulariser); nu = ``--shrinkage``,
+  1 (the paper's exact step) by default.
 
 ``--lambda 0`` is AdaBoost on each task separately (method C of the paper):
 a task whose lambda_kj are all 0 takes AdaBoost's rounds with AdaBoost's
@@ -27,6 +29,11 @@ fits on task k's rows (``--is-rounds`` rounds each, fitted in set-up and,
 with validation rows, cut at each task's best validation round).
 ``--lambda auto`` chooses lambda (from ``--lambda-grid``) and the rounds
 together by the mean of the tasks' validation errors.
+
+Beyond the paper, ``--start pooled`` starts every F_k from one AdaBoost on
+all the tasks' rows (validated like the rest, stored as the model's round 0
+of shared stumps); a task alone then continues AdaBoost from it.
+``--start auto`` lets validation choose that start or the paper's zero one.
 
 The random numbers of task k's s-th step are keyed by (seed, s), as
 AdaBoost's round s; the task draws by (seed, outer round). Every sum that
@@ -48,6 +55,7 @@ from .params import SAMPLING
 _TASK_DRAW = 0x15A7  # RNG stream of the outer rounds' task draws
 # `--lambda auto`: the paper's experiments' grid; 0 is in it (method C: the tasks alone)
 LAMBDA_GRID = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+LAMBDA_MAX = 1e6  # the largest lambda (and lambda_kj of scenario B)
 
 
 class ISMultitask(Algorithm):
@@ -61,7 +69,7 @@ class ISMultitask(Algorithm):
         *SAMPLING,
         Param("lam", float, 0.1, "lambda: the weight of each other task's ensemble in a task's risk (0: AdaBoost "
               "on every task alone); auto: chosen from the grid with the rounds on validation rows", low=0.0,
-              high=1e6, option="--lambda", grid=LAMBDA_GRID, metavar="LAMBDA|auto"),
+              high=LAMBDA_MAX, option="--lambda", grid=LAMBDA_GRID, metavar="LAMBDA|auto"),
         Param("lam_grid", str, None, "with --lambda auto: the values to try, comma-separated (default "
               + ",".join(f"{v:g}" for v in LAMBDA_GRID) + ")", option="--lambda-grid", metavar="L1,L2,..."),
         Param("lambda_scale", str, "shared", "lambda_kj: lambda for every pair of tasks (shared, the paper's "
@@ -86,16 +94,24 @@ class ISMultitask(Algorithm):
               "their lambda-weighted mean as one teacher (average, Eq. 26)", choices=("all", "average")),
     )
 
+    def check_data(self, data) -> None:
+        counts = np.asarray(data.domain_counts if data.domain_counts is not None else [data.n_global])
+        if not np.any(counts > 0):
+            raise ValueError("is-multitask: no task has a training row")
+
     def setup(self, data, proto, seed: int = 0) -> None:
         self.check_data(data)
         self.data, self.proto, self.seed = data, proto, int(seed)
         self.J = max(int(data.n_domains), 1)
+        v = self.valid
+        if v is not None and int(v.n_domains) > self.J:
+            raise ValueError(f"the validation rows hold {int(v.n_domains)} tasks (domains), the training rows {self.J}")
         task = np.asarray(data.domain, dtype=np.int64)
         mode = self.params.get("weak_learner", "histogram")
         # The learners never fit at the same time: one histogram buffer serves them all.
         hist = np.zeros((data.cols.shape[0], 256), dtype=np.int64) if mode == "histogram" else None
-        counts = np.maximum(np.asarray(data.domain_counts, dtype=np.int64), 1)
-        self.blocks = [_Block(k, np.flatnonzero(task == k), data, self.J, int(counts[k]), self.params, proto,
+        self.counts = np.asarray(data.domain_counts, dtype=np.int64)  # every task's rows, over all ranks
+        self.blocks = [_Block(k, np.flatnonzero(task == k), data, self.J, int(self.counts[k]), self.params, proto,
                               self.sample_size(data), hist) for k in range(self.J)]
         self.steps = np.zeros(self.J, dtype=np.int64)  # steps taken on each task (its random numbers' key)
         self._masses = None
@@ -106,17 +122,16 @@ class ISMultitask(Algorithm):
         self.distances = None
         if self.params["lambda_scale"] == "is" and lam > 0 and self.J > 1:
             # The fits do not depend on lambda: a search over the lambda grid measures them once per data.
-            key = ("is_distances", self.seed, int(self.params["is_rounds"]),
-                   *((p.name, self.params.get(p.name)) for p in SAMPLING))
+            key = ("is_distances", *self._fit_key("is_rounds"))
             if key not in data.extra:
-                data.extra[key] = self.is_distances()
-            self.distances = data.extra[key]
-            self.lam = lam / np.maximum(self.distances, np.finfo(float).tiny)
+                data.extra[key] = (self.is_distances(), self.is_fit_rounds)
+            self.distances, self.is_fit_rounds = data.extra[key]
+            # IS_kj = 0 (the same fits) would make lambda_kj infinite: at most the largest lambda one may give
+            self.lam = np.minimum(lam / np.maximum(self.distances, np.finfo(float).tiny), LAMBDA_MAX)
             np.fill_diagonal(self.lam, 0.0)
         self.model = self.new_model(data, output="sign")
         if self.params["start"] == "pooled":
-            key = ("pooled_start", self.seed, int(self.params["start_rounds"]),
-                   *((p.name, self.params.get(p.name)) for p in SAMPLING))
+            key = ("pooled_start", *self._fit_key("start_rounds"))
             if key not in data.extra:
                 data.extra[key] = self.fit_pooled(hist)
             for stump, alpha in data.extra[key]:
@@ -124,8 +139,26 @@ class ISMultitask(Algorithm):
                 for blk in self.blocks:
                     for j in range(self.J):
                         _weights.add_stump(blk.F[j], stump.column(blk.cols), *stump.args(), alpha)
+                    if self.alone(blk.k) and self.counts[blk.k] > 0:
+                        # a task alone continues AdaBoost from the start: its weights follow the start's rounds
+                        blk.reweight_alone(blk.w, stump, alpha)
             for blk in self.blocks:
                 blk.errors = int(_weights.margin_errors(blk.F[blk.k], blk.y))
+
+    def new_model(self, data, **extra):
+        # One ensemble per task: the model names its tasks (domain k is "k" when the data names none), so
+        # every rank and every reader of the model knows J.
+        model = super().new_model(data, **extra)
+        if not model.domain_names:
+            model.domain_names = [str(k) for k in range(self.J)]
+        return model
+
+    def _fit_key(self, rounds: str) -> tuple:
+        """What a set-up fit depends on besides the data (the cache key of a search over other parameters)."""
+        v = self.valid
+        return (self.seed, int(self.params[rounds]), float(self.params["shrinkage"]),
+                None if v is None else (int(v.n_global), id(v)),
+                *((p.name, self.params.get(p.name)) for p in SAMPLING))
 
     def fit_pooled(self, hist) -> list:
         """AdaBoost on every task's rows: its (stump, alpha) rounds, cut at the round of the lowest mean
@@ -156,9 +189,13 @@ class ISMultitask(Algorithm):
                 for stump, alpha in fit:
                     G[j] += alpha * stump.predict(blk.cols)
             D = G[k][None, :] - G
-            sums = self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(np.exp(D[j]) + np.exp(-D[j]) - 2.0))
-                                            for j in range(self.J)])
-            out[k] = np.asarray(sums) / blk.n_global
+            with np.errstate(over="ignore"):
+                terms = np.exp(D) + np.exp(-D) - 2.0
+            # fits that disagree by more than e^709 on a row are as far apart as can be: IS_kj = inf (lambda 0)
+            wild = self.proto.reduce_counts((~np.isfinite(terms)).sum(axis=1).astype(np.int64))
+            sums = self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(np.where(np.isfinite(t), t, 0.0)))
+                                            for t in terms])
+            out[k] = np.where(wild > 0, np.inf, np.asarray(sums) / blk.n_global)
         return out
 
     def fit_alone(self, k: int) -> list:
@@ -199,30 +236,35 @@ class ISMultitask(Algorithm):
 
         return Reweighting.sample_size(self, data)
 
-    def task_of(self, t: int) -> int:
-        """The task of round t: drawn once per outer round of S steps."""
+    def task_order(self, t: int) -> list:
+        """The tasks round t tries, in order: drawn once per outer round of S steps (the first uniformly), the
+        next ones in case a task has no weak edge left; a task without rows is never drawn."""
         outer = (int(t) - 1) // int(self.params["steps_per_visit"]) + 1
-        return int(np.random.default_rng([self.seed, _TASK_DRAW, outer]).integers(self.J))
+        order = np.random.default_rng([self.seed, _TASK_DRAW, outer]).permutation(self.J)
+        return [int(k) for k in order if self.counts[k] > 0]
 
     def task_rng(self, k: int) -> np.random.Generator:
         """The random numbers of task k's next step: keyed by (seed, its step number), as AdaBoost's by its round."""
         return np.random.default_rng([self.seed, int(self.steps[k]) + 1])
 
     def select(self, t: int) -> Optional[Hypothesis]:
-        k = self.task_of(t)
-        blk = self.blocks[k]
-        if self.alone(k):
-            step = blk.fit_alone_step(blk.w, self.task_rng(k))
-            if step is None:
-                return None
-            stump, alpha, eps, masses = step
-            self._masses = (k, stump, masses)  # apply's new total (a replayed apply computes it itself)
-        else:
-            step = blk.fit_step(self.lam[k], self.params["teacher"], self.task_rng(k))
-            if step is None:
-                return None
-            stump, alpha, eps = step
-        return Hypothesis(stump, alpha, {"task": k, "weak_error": eps, "edge": 1.0 - 2.0 * eps}, domain=k)
+        # The drawn task steps; one without a weak edge left hands the round to the next task of the order
+        # (a function of the state, so a resumed run chooses alike); no task with an edge ends training.
+        for k in self.task_order(t):
+            blk = self.blocks[k]
+            if self.alone(k):
+                step = blk.fit_alone_step(blk.w, self.task_rng(k))
+                if step is None:
+                    continue
+                stump, alpha, eps, masses = step
+                self._masses = (k, stump, masses)  # apply's new total (a replayed apply computes it itself)
+            else:
+                step = blk.fit_step(self.lam[k], self.params["teacher"], self.task_rng(k))
+                if step is None:
+                    continue
+                stump, alpha, eps = step
+            return Hypothesis(stump, alpha, {"task": k, "weak_error": eps, "edge": 1.0 - 2.0 * eps}, domain=k)
+        return None
 
     def apply(self, h: Hypothesis) -> dict:
         k = int(h.domain)
@@ -256,6 +298,8 @@ class _Block:
                  n_samples: int, hist) -> None:
         # rows None: every row of the rank (the pooled start), without a copy
         self.k, self.rows, self.proto = k, rows, proto
+        self.empty = n_global == 0  # no rows on any rank: never steps
+        n_global = max(n_global, 1)
         self.nu = float(params.get("shrinkage", 1.0))  # 1.0 * alpha is alpha: the exact step, bit for bit
         self.n, self.n_global = (data.n_local if rows is None else len(rows)), n_global
         self.cols = data.cols if rows is None else np.ascontiguousarray(data.cols[:, rows])
@@ -274,12 +318,14 @@ class _Block:
 
     # ---------------------------------------------- the task alone: AdaBoost
     def fit_alone_step(self, w: np.ndarray, rng) -> Optional[tuple]:
-        """AdaBoost's round for the weights ``w``: (stump, alpha, error, masses), or None without an edge.
+        """AdaBoost's round for the weights ``w``: (stump, nu alpha, error, masses), or None without an edge.
 
         The same arithmetic as ``adaboost --train-domain k`` (whose other
-        rows weigh 0), so lambda = 0 gives its stumps and coefficients bit for
-        bit.
+        rows weigh 0), so lambda = 0 with nu = 1 gives its stumps and
+        coefficients bit for bit.
         """
+        if self.empty:
+            return None  # a task without rows (every rank knows it): nothing to fit
         self.labels[:] = self.y
         stump = self.learner.fit(w, rng).stump
         masses = self.masses(w, stump)
@@ -304,6 +350,8 @@ class _Block:
     # ---------------------------------------------- a regularised step
     def fit_step(self, lam: np.ndarray, teacher: str, rng) -> Optional[tuple]:
         """The exact Case-1 step: (stump, alpha, eps), or None without an edge. ``lam``: lambda_kj over j."""
+        if self.empty:
+            return None
         a, b, weights = self.a, self.b, self.weights
         if teacher == "average":
             total = float(lam.sum())
