@@ -238,12 +238,12 @@ def test_a_resumed_run_with_a_pooled_start_is_the_uninterrupted_run(mt, tmp_path
     assert _export(tmp_path / "resumed.h5")["ensemble"] == _export(tmp_path / "full.h5")["ensemble"]
 
 
-def test_shrinkage_scales_each_step_alike_on_any_number_of_ranks(mt, tmp_path):
-    """--shrinkage nu: the first step is the exact one times nu; the model is the same on any number of ranks."""
+def test_the_learning_rate_scales_each_step_alike_on_any_number_of_ranks(mt, tmp_path):
+    """--learning-rate nu: the first step is the exact one times nu; the model is the same on any number of ranks."""
     train, _ = mt
     _train(train, tmp_path / "exact.h5", "--algo", "is-multitask", "--lambda", "0.1", rounds=3)
     doc = _same_on_any_ranks(train, tmp_path, (1, 3), "--algo", "is-multitask", "--lambda", "0.1",
-                             "--shrinkage", "0.25", rounds=20)
+                             "--learning-rate", "0.25", rounds=20)
     first, exact = doc["ensemble"][0], _export(tmp_path / "exact.h5")["ensemble"][0]
     assert (first["feature"], first["bin"]) == (exact["feature"], exact["bin"])
     assert first["coef"] == 0.25 * exact["coef"]

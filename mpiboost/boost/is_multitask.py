@@ -15,7 +15,7 @@ round to the next task of that draw's order). A step:
   (the ordinary weighted stump learner: histogram or sample mode);
 * eps = the exact global sum of the chosen stump's costs over Z = sum(a + b),
   alpha = 1/2 ln((1 - eps) / eps), F_k += nu alpha f on the rows of every
-  task (F_k enters every other task's regulariser); nu = ``--shrinkage``,
+  task (F_k enters every other task's regulariser); nu = ``--learning-rate``,
   1 (the paper's exact step) by default.
 
 ``--lambda 0`` is AdaBoost on each task separately (method C of the paper):
@@ -86,7 +86,7 @@ class ISMultitask(Algorithm):
               "validation rows", choices=("zero", "pooled"), grid=("zero", "pooled")),
         Param("start_rounds", int, 200, "with --start pooled: the rounds (at most) of the pooled AdaBoost",
               low=1, high=100_000),
-        Param("shrinkage", float, 1.0, "each step adds nu alpha f, alpha the exact step (1: the paper's; "
+        Param("learning_rate", float, 1.0, "each step adds nu alpha f, alpha the exact step (1: the paper's; "
               "smaller steps, with more rounds, resist label noise as LightGBM's learning rate does); the pooled "
               "start and the per-task fits of --lambda-scale is take the same nu", low=0.0, low_open=True,
               high=1.0, metavar="NU"),
@@ -156,7 +156,7 @@ class ISMultitask(Algorithm):
     def _fit_key(self, rounds: str) -> tuple:
         """What a set-up fit depends on besides the data (the cache key of a search over other parameters)."""
         v = self.valid
-        return (self.seed, int(self.params[rounds]), float(self.params["shrinkage"]),
+        return (self.seed, int(self.params[rounds]), float(self.params["learning_rate"]),
                 None if v is None else (int(v.n_global), id(v)),
                 *((p.name, self.params.get(p.name)) for p in SAMPLING))
 
@@ -300,7 +300,7 @@ class _Block:
         self.k, self.rows, self.proto = k, rows, proto
         self.empty = n_global == 0  # no rows on any rank: never steps
         n_global = max(n_global, 1)
-        self.nu = float(params.get("shrinkage", 1.0))  # 1.0 * alpha is alpha: the exact step, bit for bit
+        self.nu = float(params.get("learning_rate", 1.0))  # 1.0 * alpha is alpha: the exact step, bit for bit
         self.n, self.n_global = (data.n_local if rows is None else len(rows)), n_global
         self.cols = data.cols if rows is None else np.ascontiguousarray(data.cols[:, rows])
         self.y = data.y if rows is None else np.ascontiguousarray(data.y[rows])

@@ -24,7 +24,7 @@ Beyond the paper (its rules kept as the options' defaults):
 * A, start auto: ``--start auto --start-rounds R``: validation also chooses
   between the paper's zero start and every task starting from one AdaBoost on
   all the tasks' rows (itself cut at its best validation round);
-* A, start auto, ν 0.1 (long): the same with ``--shrinkage 0.1`` (each step a
+* A, start auto, ν 0.1 (long): the same with ``--learning-rate 0.1`` (each step a
   tenth of the exact one) and ``--long-rounds`` (2,000) steps;
 * D (long): D with ``--long-rounds`` rounds.
 
@@ -83,7 +83,7 @@ METHODS = {
     "A+start": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}"],
     # ... and, besides, steps shrunk to a tenth of the exact step, with the longer budget
     "A+start+nu": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}",
-                   "--shrinkage", "0.1"],
+                   "--learning-rate", "0.1"],
     "D-long": ["--algo", "adaboost"],  # D with the longer budget
 }
 LONG = {"A+start+nu", "D-long"}  # the methods run with --long-rounds steps
