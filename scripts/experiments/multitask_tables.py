@@ -26,7 +26,9 @@ Beyond the paper (its rules kept as the options' defaults):
   all the tasks' rows (itself cut at its best validation round);
 * A, start auto, ν 0.1 (long): the same with ``--learning-rate 0.1`` (each step a
   tenth of the exact one) and ``--long-rounds`` (2,000) steps;
-* D (long): D with ``--long-rounds`` rounds.
+* D (long): D with ``--long-rounds`` rounds;
+* A, start auto (long): A, start auto with ``--long-rounds`` steps (not run by
+  by default on these small tasks; multitask_real.py runs it).
 
 LightGBM peers (``--peers``, the default; ``--no-peers`` leaves them out) run
 in this process on exactly the same rows: the validation rows are those of
@@ -85,8 +87,11 @@ METHODS = {
     "A+start+nu": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}",
                    "--learning-rate", "0.1"],
     "D-long": ["--algo", "adaboost"],  # D with the longer budget
+    # A, start auto with the longer budget and the exact steps (for large tasks whose pooled fit wants more rounds)
+    "A+start-long": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}"],
 }
-LONG = {"A+start+nu", "D-long"}  # the methods run with --long-rounds steps
+LONG = {"A+start+nu", "D-long", "A+start-long"}  # the methods run with --long-rounds steps
+SYNTH_METHODS = [m for m in METHODS if m != "A+start-long"]  # the synthetic tables' (their tasks are small)
 VALID_FRACTION = 0.2
 # key: (label, one model per task?, num_leaves)
 PEERS = {
@@ -96,7 +101,7 @@ PEERS = {
     "lgb-pooled-31": ("LGB pooled + task id, 31 leaves", False, 31),
 }
 LABEL = {**{m: m for m in METHODS}, "C1": "C, rounds per task", "A+start": "A, start auto",
-         "A+start+nu": "A, start auto, ν 0.1 (long)", "D-long": "D (long)", **{k: v[0] for k, v in PEERS.items()}}
+         "A+start+nu": "A, start auto, ν 0.1 (long)", "D-long": "D (long)", "A+start-long": "A, start auto (long)", **{k: v[0] for k, v in PEERS.items()}}
 
 
 def _cli(*args: str) -> str:
@@ -297,7 +302,7 @@ def trial(work: str, dataset: int, r: int, rounds: int, steps: int, threads: int
     data = read_rows(train)
     valid = valid_rows(data, r)
     out, seconds, best, lam = {}, {}, {}, {}
-    for name in METHODS:
+    for name in SYNTH_METHODS:
         res = run_mpiboost(work, f"m{dataset}-{r}", name, train, {name: test, name + "-clean": clean}, seed=r,
                            rounds=rounds, steps=steps, threads=threads, n_fit=int((~valid).sum()),
                            long_rounds=long_rounds)
@@ -346,7 +351,7 @@ def main(argv=None) -> int:
                                  "seconds, best rounds and the lambdas A and B chose)")
     args = p.parse_args(argv)
     peers = peer_keys(args.peers)
-    methods = [*METHODS, "C1", *peers]
+    methods = [*SYNTH_METHODS, "C1", *peers]
     rows, record = [], {}
     with tempfile.TemporaryDirectory() as work:
         for d in args.datasets:
@@ -354,7 +359,7 @@ def main(argv=None) -> int:
             clean = {m: [] for m in methods}
             seconds = {m: [] for m in methods}
             best = {m: [] for m in methods}
-            lam = {m: [] for m in METHODS if "--lambda" in METHODS[m] and "auto" in METHODS[m]}
+            lam = {m: [] for m in SYNTH_METHODS if "--lambda" in METHODS[m] and "auto" in METHODS[m]}
             for r in range(args.trials):
                 res = trial(work, d, r, args.rounds, args.steps_per_visit, args.threads, peers, args.c_rounds,
                             args.long_rounds)
