@@ -53,7 +53,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import find_mpiexec, load_line, make_workdir, run_cmd  # noqa: E402
+from benchutil import find_mpiexec, load_line, make_workdir, round_robin, run_cmd  # noqa: E402
 
 CONFIGS = [
     ("AdaBoost-all", ["--algo", "adaboost", "--weak-learner", "histogram"]),
@@ -160,13 +160,9 @@ def main() -> None:
     load_before = load_line()
     data = [os.path.abspath(p) for p in args.data] if args.data else generate(args)
     configs = [{"name": n, "extra": e, "runs": []} for n, e in CONFIGS if n not in args.skip]
-    for k in range(args.repeat):
-        for cfg in configs:
-            run = run_one(cfg["name"], cfg["extra"], args, data, mpiexec, k)
-            cfg["runs"].append(run)
-            status = "FAILED " + run["error"].splitlines()[-1] if "error" in run else (
-                f"{run['ms_per_round']:.1f} ms/round, {run['bytes_per_round']:,.0f} B/round, setup {run['setup_seconds']:.2f} s")
-            print(f"[{k + 1}/{args.repeat}] {cfg['name']}: {status}", file=sys.stderr, flush=True)
+    round_robin(configs, args.repeat, lambda cfg, k: run_one(cfg["name"], cfg["extra"], args, data, mpiexec, k),
+                lambda run: f"{run['ms_per_round']:.1f} ms/round, {run['bytes_per_round']:,.0f} B/round, "
+                            f"setup {run['setup_seconds']:.2f} s")
     load_after = load_line()
 
     for cfg in configs:

@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_multiboost import median_of, read_metrics, run_one  # noqa: E402
-from benchutil import find_mpiexec, load_line, make_workdir, run_cmd  # noqa: E402
+from benchutil import find_mpiexec, load_line, make_workdir, round_robin, run_cmd  # noqa: E402
 
 CONFIGS = [
     ("AdaBoost, all rows", ["--algo", "adaboost"]),
@@ -92,15 +92,14 @@ def main() -> None:
     load_before = load_line()
     data = [os.path.abspath(p) for p in args.data] if args.data else generate(args)
     configs = [{"name": n, "extra": e, "runs": []} for n, e in CONFIGS]
-    for k in range(args.repeat):
-        for cfg in configs:
-            run = run_one(cfg["name"], cfg["extra"], args, data, mpiexec, k)
-            if "error" not in run:
-                run["primitives"] = per_primitive(cfg["name"], args, k)
-            cfg["runs"].append(run)
-            status = "FAILED " + run["error"].splitlines()[-1] if "error" in run else (
-                f"{run['ms_per_round']:.2f} ms/round, {run['bytes_per_round']:,.0f} B/round")
-            print(f"[{k + 1}/{args.repeat}] {cfg['name']}: {status}", file=sys.stderr, flush=True)
+    def one(cfg, k):
+        run = run_one(cfg["name"], cfg["extra"], args, data, mpiexec, k)
+        if "error" not in run:
+            run["primitives"] = per_primitive(cfg["name"], args, k)
+        return run
+
+    round_robin(configs, args.repeat, one,
+                lambda run: f"{run['ms_per_round']:.2f} ms/round, {run['bytes_per_round']:,.0f} B/round")
     load_after = load_line()
     for cfg in configs:
         ok = [r for r in cfg["runs"] if "error" not in r]

@@ -62,3 +62,16 @@ def median_time(fn, repeat: int, setup=None, warm: bool = False) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return float(np.median(times))
+
+
+def round_robin(configs: list, repeat: int, run, status) -> None:
+    """``repeat`` passes over ``configs`` (dicts with a ``runs`` list), one ``run(cfg, k)`` each, so that a change
+    in the machine's load hits every configuration alike; prints ``status(run)`` (or the failure) per run."""
+    import sys
+
+    for k in range(repeat):
+        for cfg in configs:
+            result = run(cfg, k)
+            cfg["runs"].append(result)
+            text = "FAILED " + result["error"].splitlines()[-1] if "error" in result else status(result)
+            print(f"[{k + 1}/{repeat}] {cfg['name']}: {text}", file=sys.stderr, flush=True)
