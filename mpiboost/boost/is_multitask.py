@@ -134,15 +134,17 @@ class ISMultitask(Algorithm):
             key = ("pooled_start", *self._fit_key("start_rounds"))
             if key not in data.extra:
                 data.extra[key] = self.fit_pooled(hist)
-            for stump, alpha in data.extra[key]:
+            start = data.extra[key]
+            for stump, alpha in start:
                 self.model.append(stump, alpha, round=0)  # round 0: shared by every task, rebuilt on resume
-                for blk in self.blocks:
-                    for j in range(self.J):
-                        _weights.add_stump(blk.F[j], stump.column(blk.cols), *stump.args(), alpha)
+            for blk in self.blocks:
+                score = np.zeros(blk.n)  # the start on this task's rows, summed once: every F_j starts from it
+                for stump, alpha in start:
+                    _weights.add_stump(score, stump.column(blk.cols), *stump.args(), alpha)
                     if self.alone(blk.k) and self.counts[blk.k] > 0:
                         # a task alone continues AdaBoost from the start: its weights follow the start's rounds
                         blk.reweight_alone(blk.w, stump, alpha)
-            for blk in self.blocks:
+                blk.F[:] = score
                 blk.errors = int(_weights.margin_errors(blk.F[blk.k], blk.y))
 
     def new_model(self, data, **extra):
