@@ -322,3 +322,18 @@ def test_is_distances_of_fits_far_apart_are_infinite_and_leave_the_pair_unregula
     algo = _setup_algo(path, {"lam": 0.1, "lambda_scale": "is", "is_rounds": 120})
     assert np.isinf(algo.distances[0, 1]) and np.isinf(algo.distances[1, 0])
     assert algo.lam[0, 1] == 0.0 and algo.lam[1, 0] == 0.0
+
+
+def test_a_crafted_task_model_with_a_shared_stump_outside_round_0_is_refused(mt, tmp_path):
+    """A stump of domain -1 belongs to round 0 only (the shared start): elsewhere the file is refused (exit 2)."""
+    import h5py
+
+    train, test = mt
+    model = tmp_path / "m.h5"
+    _train(train, model, "--algo", "is-multitask", "--lambda", "0.1", rounds=5)
+    with h5py.File(model, "r+") as f:
+        dom = f["ensemble/domain"][()]
+        dom[2] = -1
+        f["ensemble/domain"][...] = dom
+    proc = run_cli(["evaluate", "--model", str(model), "--data", str(test)])
+    assert proc.returncode == 2 and "round 0 only" in proc.stderr, proc.stderr

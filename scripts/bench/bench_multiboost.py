@@ -48,12 +48,11 @@ import os
 import platform
 import shlex
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchutil import find_mpiexec, load_line, make_workdir, round_robin, run_cmd  # noqa: E402
+from benchutil import add_run_options, find_mpiexec, load_line, make_workdir, round_robin, run_cmd  # noqa: E402
 
 CONFIGS = [
     ("AdaBoost-all", ["--algo", "adaboost", "--weak-learner", "histogram"]),
@@ -141,17 +140,10 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000, help="rows of the generated multi-source set (default 1M)")
     ap.add_argument("--data", nargs="+", metavar="F.h5", help="use these files instead of generating data")
     ap.add_argument("--rounds", type=int, default=30, metavar="T")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per configuration (median reported)")
-    ap.add_argument("--ranks", type=int, default=2, help="MPI ranks (default 2)")
-    ap.add_argument("--threads", type=int, default=1, help="OpenMP threads per rank (default 1)")
-    ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "mpiboost-bench-multiboost"),
-                    help="generated data, models and metrics go here (default: under the system temp dir)")
+    add_run_options(ap, "mpiboost-bench-multiboost")
     ap.add_argument("--regenerate", action="store_true", help="regenerate the data even if present")
-    ap.add_argument("--mpiexec", default=None, help="mpiexec to use (default: next to this Python, else on PATH)")
-    ap.add_argument("--timeout", type=float, default=3600, help="seconds allowed per run")
     ap.add_argument("--skip", nargs="*", default=[], choices=[c[0] for c in CONFIGS], metavar="NAME",
                     help="leave these configurations out (names as in the table)")
-    ap.add_argument("--json", help="also write every number here")
     args = ap.parse_args()
 
     mpiexec = find_mpiexec(args.mpiexec)

@@ -30,13 +30,12 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_multiboost import median_of, read_metrics, run_one  # noqa: E402
-from benchutil import find_mpiexec, load_line, make_workdir, round_robin, run_cmd  # noqa: E402
+from benchutil import add_run_options, find_mpiexec, load_line, make_workdir, round_robin, run_cmd  # noqa: E402
 
 CONFIGS = [
     ("AdaBoost, all rows", ["--algo", "adaboost"]),
@@ -79,13 +78,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=100_000, help="rows per task of the generated set (default 100,000)")
     ap.add_argument("--data", nargs="+", metavar="F.h5", help="use these files instead of generating data")
     ap.add_argument("--rounds", type=int, default=200, metavar="T")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per configuration (median reported)")
-    ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "mpiboost-bench-multitask"))
-    ap.add_argument("--mpiexec", default=None)
-    ap.add_argument("--timeout", type=float, default=3600)
-    ap.add_argument("--json", help="also write every number here")
+    add_run_options(ap, "mpiboost-bench-multitask")
     args = ap.parse_args()
     mpiexec = find_mpiexec(args.mpiexec)
     make_workdir(args.workdir)

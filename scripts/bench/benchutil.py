@@ -75,3 +75,18 @@ def round_robin(configs: list, repeat: int, run, status) -> None:
             cfg["runs"].append(result)
             text = "FAILED " + result["error"].splitlines()[-1] if "error" in result else status(result)
             print(f"[{k + 1}/{repeat}] {cfg['name']}: {text}", file=sys.stderr, flush=True)
+
+
+def add_run_options(ap, workdir_name: str) -> None:
+    """The options of a benchmark that runs ``mpiexec -n R mpiboost train`` per configuration (run_one's)."""
+    import os
+    import tempfile
+
+    ap.add_argument("--repeat", type=int, default=3, help="runs per configuration (median reported)")
+    ap.add_argument("--ranks", type=int, default=2, help="MPI ranks (default 2)")
+    ap.add_argument("--threads", type=int, default=1, help="OpenMP threads per rank (default 1)")
+    ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), workdir_name),
+                    help="generated data, models and metrics go here (default: under the system temp dir)")
+    ap.add_argument("--mpiexec", default=None, help="mpiexec to use (default: next to this Python, else on PATH)")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds allowed per run")
+    ap.add_argument("--json", help="also write every number here")
