@@ -173,7 +173,8 @@ def _check_task(cls: type, shard: Shard) -> None:
 
 
 def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequence[str]], *, seed: int,
-                dedicated_coordinator: bool, valid_fraction: Optional[float] = None) -> _Inputs:
+                dedicated_coordinator: bool, valid_fraction: Optional[float] = None,
+                blocks: Optional[Sequence[int]] = None) -> _Inputs:
     """Collective: the training rows (labels as the algorithm takes them), validation rows and extra inputs.
 
     With ``valid_fraction`` the validation rows are a stratified part of the
@@ -182,7 +183,8 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
     t0 = time.perf_counter()
     cls = type(algo)
     raw = cls.needs_raw
-    shard = load(comm, data, task="multiclass", dedicated_coordinator=dedicated_coordinator, seed=seed, keep_raw=raw)
+    shard = load(comm, data, task="multiclass", dedicated_coordinator=dedicated_coordinator, seed=seed, keep_raw=raw,
+                 blocks=blocks)
     _check_task(cls, shard)
     task = "binary" if cls.labels == "signed" else "multiclass"
     if task == "binary":
@@ -597,6 +599,7 @@ def train(
     valid_fraction: Optional[float] = None,
     best_round: bool = False,
     early_stop: Optional[int] = None,
+    blocks: Optional[Sequence[int]] = None,
 ) -> TrainResult:
     """Collective: train ``algorithm`` for ``rounds`` rounds on the rows of ``data``.
 
@@ -632,6 +635,10 @@ def train(
         chosen by a run per grid value, by best-round validation error, and
         imply ``best_round``. The choice and the validation curve are in
         ``model.info["validation"]``.
+    blocks
+        Rows of the training files per rank (``comm.size`` counts, the same
+        on every rank); ``None``: even blocks. The model does not depend on
+        it.
 
     Returns
     -------
@@ -658,7 +665,7 @@ def train(
     n_threads = threads or comm.default_threads()
     _openmp.set_num_threads(n_threads)
     inputs = load_inputs(comm, algo, data, valid, seed=seed, dedicated_coordinator=dedicated_coordinator,
-                         valid_fraction=valid_fraction)
+                         valid_fraction=valid_fraction, blocks=blocks)
     # load_inputs read the files of list parameters and left their names only: every run below records those
     params = _with(params, {p.name: algo.params[p.name] for p in type(algo).parameters
                             if p.type is list and algo.params.get(p.name)})

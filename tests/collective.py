@@ -68,3 +68,33 @@ def comms_of_every_size() -> list[Comm]:
     if world_comm.Get_size() > 1:
         out.append(Comm(world_comm))
     return out
+
+
+def write_task_files(comm: Comm, *, n: int, transfer_n: int, target_n: int) -> tuple[dict, str]:
+    """Collective: one small synthetic file per task of the algorithm contract, in a shared folder.
+
+    Returns ``({task: path}, folder)``: ``binary`` (Long-Servedio), ``multiclass``
+    (4 classes), ``multi-domain`` (3 domains) and ``transfer`` (a target and 2
+    sources in a domain column).
+    """
+    import numpy as np
+
+    from mpiboost.boost.base import TASKS
+    from mpiboost.data import format as fmt
+    from mpiboost.data.synth import longservedio, multiclass, multisource, transfer
+
+    tmp = shared_tmpdir(comm)
+    paths = {t: os.path.join(tmp, f"{t}.h5") for t in TASKS}
+    if comm.is_center:
+        gens = {
+            "binary": longservedio.generate(n=n, noise=0.05, seed=1),
+            "multiclass": multiclass.generate(n=n, noise=0.05, seed=1, task_seed=0, classes=4, d=6),
+            "multi-domain": multisource.generate(n=n, seed=1),
+            "transfer": transfer.generate(n=transfer_n, noise=0.0, seed=1, task_seed=3, sources=2,
+                                          target_n=target_n, d=6),
+        }
+        for task, g in gens.items():
+            fmt.write_dataset(paths[task], g.X, g.y, g.domain, domain_names=g.domain_names,
+                              y_dtype=g.y.dtype if g.y.dtype != np.int64 else np.int32)
+    comm.barrier()
+    return paths, tmp

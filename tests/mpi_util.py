@@ -10,14 +10,33 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
-# The public data sets some tests read (docs/data.md lists them): $MPIBOOST_DATASETS, else datasets/ here.
-DATASETS = Path(os.environ.get("MPIBOOST_DATASETS") or ROOT / "datasets")
+
+
+def find_datasets() -> Path:
+    """The public data sets the real-data tests read (docs/data.md lists them).
+
+    ``$MPIBOOST_DATASETS`` if set; else ``datasets/`` in the checkout; else
+    the shared data folder beside the checkout (``../shared/datasets``,
+    where CI lays it out). The first candidate is returned when none exists,
+    so the skip or failure names where the data were looked for.
+    """
+    given = os.environ.get("MPIBOOST_DATASETS")
+    if given:
+        return Path(given)
+    candidates = (ROOT / "datasets", ROOT.parent / "shared" / "datasets")
+    return next((c for c in candidates if c.is_dir()), candidates[0])
+
+
+DATASETS = find_datasets()
+# Set by .ci/run: a missing data folder fails the real-data tests instead of skipping them.
+REQUIRE_DATASETS = os.environ.get("MPIBOOST_REQUIRE_DATASETS") == "1"
 
 
 @functools.lru_cache(maxsize=None)
@@ -76,10 +95,29 @@ def run_mpi(
     env: Optional[dict] = None,
     cwd: Optional[str] = None,
 ) -> subprocess.CompletedProcess:
-    """Run ``args`` on ``n`` ranks; a hang past ``timeout`` seconds raises ``TimeoutExpired``."""
-    return subprocess.run(
-        mpiexec_cmd(n, args), capture_output=True, text=True, timeout=timeout, env=mpi_env(env), cwd=cwd
-    )
+    """Run ``args`` on ``n`` ranks; a hang past ``timeout`` seconds raises ``TimeoutExpired``.
+
+    The job runs in a session of its own, and a timeout kills that whole
+    session: no rank of a hung job outlives the test, still spinning in its
+    collective.
+    """
+    return run_killing_session(mpiexec_cmd(n, args), timeout=timeout, env=mpi_env(env), cwd=cwd)
+
+
+def run_killing_session(cmd: Sequence[str], *, timeout: float, env: dict, cwd=None) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True)``, killing the command's whole session on timeout."""
+    proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        raise subprocess.TimeoutExpired(proc.args, timeout, output=out, stderr=err) from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def run_cli(args: Sequence[str], *, n: int = 0, timeout: float = 180, env: Optional[dict] = None, cwd=None):

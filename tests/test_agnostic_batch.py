@@ -7,13 +7,11 @@ ranks (and with rows cut unevenly, empty ranks included).
 """
 import math
 import os
-import sys
 
 import numpy as np
 import pytest
 
 from collective import IN_MPI_RUN, comms_of_every_size, shared_tmpdir, splits, world
-from mpi_util import ROOT, run_mpi
 from mpiboost.boost import AgnosticBatch
 from mpiboost.boost.agnostic_batch import draw_classes, ogd_step, row_uniforms
 from mpiboost.comm import Comm, _mpi
@@ -186,11 +184,10 @@ def test_collective_the_model_file_is_the_same_on_1_to_4_ranks(synth_files, rela
 @pytest.mark.mpi
 @pytest.mark.skipif(IN_MPI_RUN, reason="already inside an mpiexec run")
 def test_collective_tests_under_mpiexec():
-    cmd = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k", "collective",
-           "tests/test_agnostic_batch.py"]
-    proc = run_mpi(4, cmd, timeout=180, cwd=str(ROOT), env={"MPIBOOST_COLLECTIVE_RUN": "1"})
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    assert proc.stdout.count(" passed") == 4, proc.stdout[-3000:]
+    from mpi_harness import run_collective
+
+    # this test matches "collective" too, and skips itself inside the run
+    run_collective(4, ["tests/test_agnostic_batch.py"], extra=["-k", "collective"], timeout=180, allowed_skips=1)
 
 
 # ------------------------------------------------------------------ learns

@@ -16,12 +16,11 @@ import os
 import numpy as np
 import pytest
 
-from collective import comms_of_every_size, shared_tmpdir, world
+from collective import comms_of_every_size, shared_tmpdir, world, write_task_files
 from mpiboost import boost, train_cli
 from mpiboost.boost.base import Param, describe
 from mpiboost.callbacks import Callback
 from mpiboost.data import format as fmt
-from mpiboost.data.synth import longservedio, multiclass, multisource, transfer
 from mpiboost.errors import InputError
 from mpiboost.train import make_algorithm, train
 
@@ -48,21 +47,7 @@ def _task_params(cls, task: str) -> dict:
 
 @pytest.fixture(scope="module")
 def task_data():
-    comm = world()
-    tmp = shared_tmpdir(comm)
-    paths = {t: os.path.join(tmp, f"{t}.h5") for t in boost.base.TASKS}
-    if comm.is_center:
-        gens = {
-            "binary": longservedio.generate(n=900, noise=0.05, seed=1),
-            "multiclass": multiclass.generate(n=900, noise=0.05, seed=1, task_seed=0, classes=4, d=6),
-            "multi-domain": multisource.generate(n=900, seed=1),
-            "transfer": transfer.generate(n=150, noise=0.0, seed=1, task_seed=3, sources=2, target_n=60, d=6),
-        }
-        for task, g in gens.items():
-            fmt.write_dataset(paths[task], g.X, g.y, g.domain, domain_names=g.domain_names,
-                              y_dtype=g.y.dtype if g.y.dtype != np.int64 else np.int32)
-    comm.barrier()
-    return paths
+    return write_task_files(world(), n=900, transfer_n=150, target_n=60)[0]
 
 
 def _fit(comm, name, task, mode, paths, rounds=ROUNDS, **kw):

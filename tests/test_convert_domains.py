@@ -88,10 +88,8 @@ def reference_one_hot(rows, names, label, domain, categories):
 
 # ------------------------------------------------------------------ Adult
 @pytest.fixture(scope="module")
-def adult(tmp_path_factory):
+def adult(tmp_path_factory, datasets):
     """adult.data converted once: (folder, categories, train reference rows)."""
-    if not DATASETS.is_dir():
-        pytest.skip(f"public data sets not found at {DATASETS} (set MPIBOOST_DATASETS)")
     root = tmp_path_factory.mktemp("adult")
     src = DATASETS / "adult" / "adult.data"
     assert cli(*adult_args(src, root / "train.h5", "--categorical", "auto",

@@ -90,6 +90,11 @@ class Param:
         companion ``str`` parameter named ``<name>_grid`` (e.g. ``lam_grid``,
         ``--lambda-grid``), if declared, lets the user give other values,
         comma-separated (:meth:`Algorithm.grid_values`).
+    rank_dependent
+        Set, the model depends on how the rows are spread over the ranks
+        when this parameter is given (e.g. a start with the same mass per
+        rank, as a paper has it): the one exception to "the same model on
+        any number of ranks", declared so the docs and the tests know it.
     """
 
     name: str
@@ -106,6 +111,7 @@ class Param:
     when: Optional[tuple] = None
     metavar: Optional[str] = None
     grid: Optional[tuple] = None
+    rank_dependent: bool = False
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:

@@ -499,7 +499,9 @@ class MultiBoost(Algorithm):
         F2 = 0.5 * (first.S[:, 0] + first.S[:, 2])  # u^2 = (T_0 + T_2) / 2
         zero = (F0, F1, F2)
         # per-domain weighted error of Q(k|.) h (Lemma 1): eps_l = (1 - E_D[u]) / 2
-        eps = np.clip(0.5 * (1.0 + F1 / F0), 1e-12, 1 - 1e-12)
+        # a domain whose loss mass underflowed to 0 (huge steps) has no error to speak of: chance, not NaN
+        ratio = np.divide(F1, F0, out=np.zeros_like(F1), where=F0 > 0)
+        eps = np.clip(0.5 * (1.0 + ratio), 1e-12, 1 - 1e-12)
         if k < self.p:
             own = eps[k]
         else:  # the ungated stump: its error under the soft-max weights of the domains

@@ -37,6 +37,7 @@ ENTITY_BALANCED = Param(
     "entity_balanced", bool, False,
     "start every rank with the same total weight (the SmoothBoost paper's Algorithm 4; the model then "
     "depends on the number of ranks)",
+    rank_dependent=True,
 )
 
 SAMPLING = (WEAK_LEARNER, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR)

@@ -27,6 +27,8 @@ from .base import Hypothesis, Param
 from .params import ROW_WEIGHTS, SAMPLING
 from .reweighting import Reweighting
 
+MAX_EXP = 709.0  # math.exp(x) is finite up to about 709.78
+
 
 class SAMME(Reweighting):
     name = "samme"
@@ -71,9 +73,17 @@ class SAMME(Reweighting):
     def apply(self, h: Hypothesis) -> dict:
         half = 0.5 * h.coef
         right, wrong = self.masses(h.stump)
-        down, up = math.exp(-half), math.exp(half)
         # The new total is known before the pass, so the pass also normalizes.
-        total = down * right + up * wrong
-        errors, _ = self.update_rows(h.stump, down / total, up / total, h.coef)
+        if half <= MAX_EXP:
+            down, up = math.exp(-half), math.exp(half)
+            total = down * right + up * wrong
+            f_right, f_wrong = down / total, up / total
+        else:
+            # A large learning rate: e^half overflows. The same factors divided through by e^half; with no
+            # wrong mass left (a perfect stump) the right rows keep their shares.
+            r = math.exp(-h.coef)
+            total = r * right + wrong
+            f_right, f_wrong = (r / total, 1.0 / total) if total > 0 else (1.0 / right, 0.0)
+        errors, _ = self.update_rows(h.stump, f_right, f_wrong, h.coef)
         self.model.append(h.stump, h.coef)
         return {"train_errors": errors}

@@ -26,11 +26,28 @@ CHUNK_BYTES = 8 << 20
 
 @dataclass(frozen=True)
 class Layout:
-    """Which global rows each rank owns."""
+    """Which global rows each rank owns: contiguous blocks in rank order.
+
+    Even blocks by default; ``counts`` (rows per rank, summing to ``n``)
+    gives blocks of any sizes, empty ones included, e.g. for ranks on nodes
+    of different sizes. The model does not depend on the blocks.
+    """
 
     n: int
     size: int
     dedicated_coordinator: bool = False
+    counts: Optional[tuple] = None
+
+    def __post_init__(self) -> None:
+        if self.counts is None:
+            return
+        counts = tuple(int(c) for c in self.counts)
+        if len(counts) != self.size or min(counts) < 0 or sum(counts) != self.n:
+            raise InputError(f"blocks {list(counts)}: give {self.size} row counts >= 0 summing to the "
+                             f"{self.n:,} rows")
+        if self.dedicated_coordinator and counts[0] != 0:
+            raise InputError("blocks: with a dedicated coordinator rank 0 holds no rows (its count must be 0)")
+        object.__setattr__(self, "counts", counts)
 
     @property
     def n_entities(self) -> int:
@@ -38,6 +55,9 @@ class Layout:
 
     def block(self, rank: int) -> tuple[int, int]:
         """Global rows ``[start, stop)`` of ``rank``."""
+        if self.counts is not None:
+            start = sum(self.counts[:rank])
+            return start, start + self.counts[rank]
         if self.dedicated_coordinator:
             if rank == 0:
                 return 0, 0
@@ -337,11 +357,12 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
     )
 
 
-def _plan(comm, paths, dedicated_coordinator):
+def _plan(comm, paths, dedicated_coordinator, blocks=None):
     files = _resolve_files(comm, paths)
-    layout = Layout(sum(f.n for f in files), comm.size, dedicated_coordinator)
     if dedicated_coordinator and comm.size < 2:
         raise InputError("--dedicated-coordinator needs at least 2 ranks (rank 0 holds no rows)")
+    layout = Layout(sum(f.n for f in files), comm.size, dedicated_coordinator,
+                    None if blocks is None else tuple(blocks))
     start, stop = layout.block(comm.rank)
     return files, layout, start, stop
 
@@ -360,6 +381,7 @@ def load(
     sample_size: int = DEFAULT_SAMPLE,
     seed: int = 0,
     keep_raw: bool = False,
+    blocks: Optional[Sequence[int]] = None,
 ) -> Shard:
     """Collective: load and bin this rank's block of the rows of ``paths``.
 
@@ -397,6 +419,9 @@ def load(
     keep_raw
         Also keep the raw values as float64 in ``Shard.X`` (for models that
         need them, e.g. MultiBoost's domain classifier).
+    blocks
+        Rows per rank (``comm.size`` counts summing to the rows of ``paths``;
+        every rank passes the same); ``None``: even blocks (:class:`Layout`).
 
     Returns
     -------
@@ -406,7 +431,7 @@ def load(
     """
     clock = time.perf_counter
     t0 = clock()
-    files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
+    files, layout, start, stop = _plan(comm, paths, dedicated_coordinator, blocks)
     mode = _domain_mode(files, domains)
     y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode, classes, unseen)
     d = files[0].d
