@@ -105,6 +105,36 @@ cdef inline double _half_log_sum(const double* S0, const double* GI, idx_t n_num
     return 0.5 * acc - count * _HALF_LOG_2PI
 
 
+cdef inline double _half_log_sum_present(const double* S0, const double* GI, const double* x,
+                                         const long long* vals, const long long* num, idx_t d, idx_t k,
+                                         idx_t c) noexcept nogil:
+    """:func:`_half_log_sum` over the numeric features the row ``x`` holds (not NaN) only.
+
+    For a row that lacks some numeric values. Built like the full sum (the
+    same running product), not as the full sum less the missing terms: that
+    difference keeps rounding residue, and two classes of equal statistics
+    would then not tie exactly (a tie goes to the lowest class).
+    """
+    cdef double p = 1.0, acc = 0.0, g
+    cdef idx_t j, m, count = 0
+    for j in range(d):
+        if vals[j] != 0 or isnan(x[j]):
+            continue
+        m = num[j]
+        if S0[m * k + c] > 0 and GI[m * k + c] > 0:
+            g = GI[m * k + c]
+            count += 1
+            if g > 1e100 or g < 1e-100:
+                acc += log(g)
+            else:
+                p *= g
+                if p > 1e200 or p < 1e-200:
+                    acc += log(p)
+                    p = 1.0
+    acc += log(p)
+    return 0.5 * acc - count * _HALF_LOG_2PI
+
+
 def _label_weights(const double[::1] x, const cls_t[::1] labels, double weight, weights, idx_t d, idx_t n_learners,
                    idx_t n_classes):
     """learn_labels' arguments checked (ValueError): every learner's weight, ``weights`` or ``weight`` for all."""
@@ -208,11 +238,13 @@ cdef class NBABank:
         cdef const long long* vals = <const long long*> cnp.PyArray_DATA(self.values)
         cdef double s, w, z
         cdef long long v
+        cdef bint lacks_numeric = False
         if cw[c] <= 0:
             return -INFINITY
         s = log(cw[c])
         for j in range(self.d):
             if isnan(x[j]):
+                lacks_numeric = lacks_numeric or vals[j] == 0
                 continue
             if vals[j] > 0:
                 v = <long long> x[j]
@@ -225,12 +257,8 @@ cdef class NBABank:
                 z = x[j] - GM[m * k + c]
                 s += -0.5 * z * z * GI[m * k + c]
         if self.n_numeric:
-            s += GS[c]  # every numeric feature's log-variance term ...
-            for j in range(self.d):  # ... less those of the features x lacks
-                if vals[j] == 0 and isnan(x[j]):
-                    m = num[j]
-                    if S0[m * k + c] > 0 and GI[m * k + c] > 0:
-                        s -= 0.5 * log(GI[m * k + c]) - _HALF_LOG_2PI
+            # every numeric feature's log-variance term, kept per class; a row that lacks some sums its own
+            s += _half_log_sum_present(S0, GI, x, vals, num, self.d, k, c) if lacks_numeric else GS[c]
         return s
 
     cdef int _best(self, const double* scores) noexcept nogil:

@@ -1,5 +1,6 @@
 """Slow, obviously correct references for the kernels and primitives."""
 import math
+import operator
 
 import numpy as np
 
@@ -56,6 +57,103 @@ def projection(w, cap):
             out = np.minimum(cap, w * lam)
             out[order[:m]] = cap
             return out
+
+
+def exact_units(w):
+    """The float weights ``w`` as Python integers in one common unit (each float is m 2^e: exact)."""
+    ratios = [float(v).as_integer_ratio() for v in w]
+    den = max((d for _, d in ratios), default=1)
+    return [num * (den // d) for num, d in ratios]
+
+
+def brute_force_stump(X, y, w, n_bins):
+    """The binary stump of largest edge sum_i w_i y_i h(x_i), by trying every one; exact sums.
+
+    Candidates, in this order: the constants +1 then -1; then for every
+    feature j, every threshold bin b = 0 .. n_bins[j] - 1, missing values
+    right then left, and ``left`` = +1 then -1, the stump ``h = left`` where
+    bin(x_j) <= b (or x_j is missing and sent left), ``-left`` elsewhere. A
+    candidate wins only with a strictly larger edge, so ties go to the
+    constant, then the lowest feature, then the lowest threshold (the stated
+    rule), then missing values sent right (the project's choice where the
+    rule stops). A candidate that predicts the same on every row as an
+    earlier one (the last threshold, say) never wins.
+
+    The edges are exact: every weight is an integer multiple of one power of
+    two (:func:`exact_units`), so they are sums of Python integers.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Bins; 255 is missing.
+    y : ndarray of {-1, +1}
+    w : ndarray of float >= 0
+    n_bins : sequence of int
+
+    Returns
+    -------
+    (feature, bin, left, missing_left)
+        ``feature = -1``: the constant ``left`` (bin 0, missing right).
+    """
+    signed = [u * int(v) for u, v in zip(exact_units(w), y)]
+    candidates = [(-1, 0, 1, False), (-1, 0, -1, False)]
+    for j in range(X.shape[1]):
+        for b in range(int(n_bins[j])):
+            for ml in (False, True):
+                candidates += [(j, b, 1, ml), (j, b, -1, ml)]
+    best, best_edge = None, None
+    for stump in candidates:
+        edge = sum(map(operator.mul, signed, stump_predictions(X, *stump).tolist()))
+        if best is None or edge > best_edge:
+            best, best_edge = stump, edge
+    return best
+
+
+def stump_predictions(X, feature, bin, left, missing_left):
+    """:func:`stump_value` of every row of X (n, d), as a vector of -1/+1."""
+    if feature < 0:
+        return np.full(X.shape[0], left, dtype=np.int64)
+    col = X[:, feature].astype(np.int64)
+    goes_left = np.where(col == MISSING, missing_left, col <= bin)
+    return np.where(goes_left, left, -left).astype(np.int64)
+
+
+def smoothboost(X, y, n_bins, rounds, epsilon, gamma):
+    """SmoothBoost on one process with its own brute-force stumps: the rounds' stumps and weights.
+
+    D starts uniform; each round picks the stump of largest edge under D
+    (:func:`brute_force_stump`), multiplies the weight of every row it gets
+    right by (1 - gamma), normalises, and projects onto {D : max D <= 1 /
+    (epsilon n)} (:func:`projection`). The vote is the unweighted majority, so
+    every coefficient is 1.
+
+    Parameters
+    ----------
+    X : ndarray, shape (n, d)
+        Bins; 255 is missing.
+    y : ndarray of {-1, +1}
+    n_bins : sequence of int
+        Every feature's number of value bins (its thresholds are 0 .. n_bins - 1).
+    rounds : int
+    epsilon, gamma : float
+        Smoothness and shrink.
+
+    Returns
+    -------
+    list of ((feature, bin, left, missing_left), D after the round)
+    """
+    X = np.asarray(X)
+    n = len(y)
+    cap = 1.0 / (epsilon * n)
+    D = np.full(n, 1.0 / n)
+    out = []
+    for _ in range(rounds):
+        stump = brute_force_stump(X, y, D, n_bins)
+        right = stump_predictions(X, *stump) == y
+        shrunk = np.where(right, D * (1.0 - gamma), D)
+        D = projection(shrunk / math.fsum(shrunk), cap)
+        out.append((stump, D))
+    return out
 
 
 def logistic_loss_grad(X, mean, scale, label, W):

@@ -1,4 +1,5 @@
 """SmoothBoost and AdaBoost against naive single-process references."""
+import functools
 import math
 
 import numpy as np
@@ -75,26 +76,87 @@ def test_adaboost_histogram_matches_naive(seed):
         np.testing.assert_allclose(w_after, w, rtol=1e-12)
 
 
+def _n_bins(X):
+    """Every feature's number of value bins, as :func:`_shard` bins it (an all-missing feature has one)."""
+    return [max(int(X[:, j][X[:, j] != 255].max(initial=0)) + 1, 1) for j in range(X.shape[1])]
+
+
+def _skewed(seed, n=500):
+    """Nine positives in ten; features piled into low bins, one with 40 bins, rare missing values."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.minimum(rng.geometric(0.6, n) - 1, 9), rng.integers(0, 40, n),
+                         np.minimum(rng.geometric(0.3, n) - 1, 20)]).astype(np.uint8)
+    X[rng.random(X.shape) < 0.01] = 255
+    y = np.where((rng.random(n) < 0.9) ^ ((X[:, 0] > 2) & (X[:, 1] < 8)), 1, -1).astype(np.int8)
+    return X, y
+
+
+def _few_distinct(seed, n=90):
+    """Eight distinct rows repeated (many stumps tie), a constant feature and an all-missing one."""
+    rng = np.random.default_rng(seed)
+    base = rng.integers(0, 4, (8, 2)).astype(np.uint8)
+    X = np.column_stack([base[np.arange(n) % 8], np.zeros(n), np.full(n, 255)]).astype(np.uint8)
+    y = np.where(rng.random(8)[np.arange(n) % 8] < 0.5, 1, -1).astype(np.int8)
+    return X, y
+
+
+SMOOTH_CASES = {
+    # name: (rows, labels), epsilon, gamma, rounds
+    "random eps 0.1": (_data(7, n=600, noise=0.3), 0.1, 0.15, 25),
+    "random eps 0.5": (_data(8, n=300, noise=0.1), 0.5, 0.15, 25),
+    "skewed": (_skewed(1), 0.2, 0.15, 20),
+    "skewed, small gamma": (_skewed(5), 0.6, 0.02, 20),
+    "heavy clipping": (_data(9, n=200, noise=0.4), 0.8, 0.3, 20),
+    "all positive": ((_data(2, n=50)[0], np.ones(50, dtype=np.int8)), 0.2, 0.15, 6),
+    "few distinct rows, epsilon 1": (_few_distinct(3), 1.0, 0.15, 10),
+    "few distinct rows": (_few_distinct(4), 0.3, 0.5, 15),
+    "three rows": ((np.array([[0, 255], [1, 0], [1, 1]], dtype=np.uint8), np.array([1, -1, 1], dtype=np.int8)),
+                   0.5, 0.15, 8),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _smooth_reference(case):
+    """The reference's rounds of a case (computed once for both weight stores)."""
+    (X, y), eps, gamma, rounds = SMOOTH_CASES[case]
+    return ref.smoothboost(X, y, _n_bins(X), rounds, eps, gamma)
+
+
 @pytest.mark.parametrize("store", ["rows", "cells"])
-@pytest.mark.parametrize("eps", [0.1, 0.5])
-def test_smoothboost_matches_naive_and_stays_smooth(eps, store):
-    X, y = _data(7, n=600, noise=0.3)
-    gamma = 0.15
+@pytest.mark.parametrize("case", list(SMOOTH_CASES))
+def test_smoothboost_is_the_brute_force_reference_and_stays_smooth(case, store):
+    """SmoothBoost against :func:`reference.smoothboost`, which picks its own stumps by trying every one.
+
+    Every round's stump must be the reference's (every feature, bin,
+    direction and missing side; the largest exact edge; ties to the constant,
+    the lowest feature, then the lowest threshold), every coefficient 1, and
+    the weights the reference's to 1e-12 relative: the implementation
+    normalises with factors from the exact masses and projects with its
+    distributed search, the reference divides by an exact sum and projects
+    by sorting, so they agree to rounding, not bit for bit. The weights are
+    epsilon-smooth after every round, and the model's majority vote is the
+    reference's.
+    """
+    (X, y), eps, gamma, rounds = SMOOTH_CASES[case]
     params = {"weak_learner": "histogram", "epsilon": eps, "gamma": gamma, "weight_store": store}
-    algo, hist = _run(SmoothBoost, params, X, y, 25)
+    algo, hist = _run(SmoothBoost, params, X, y, rounds)
+    assert list(algo.data.bins.n_bins) == _n_bins(X)
+    want = _smooth_reference(case)
     n = len(y)
     cap = 1.0 / (eps * n)
-    w = np.full(n, 1.0 / n)
-    for h, w_after in hist:
-        pred = h.stump.predict(np.ascontiguousarray(X.T))
-        w = np.where(pred == y, w * (1 - gamma), w)
-        w = ref.projection(w / math.fsum(w), cap)
-        np.testing.assert_allclose(w_after, w, rtol=1e-12)
+    assert len(hist) == rounds
+    for t, ((h, w_after), (stump, w)) in enumerate(zip(hist, want), 1):
+        assert (h.stump.feature, h.stump.bin, h.stump.left, h.stump.missing_left) == stump, f"round {t}"
+        assert h.coef == 1.0
+        np.testing.assert_allclose(w_after, w, rtol=1e-12, atol=0, err_msg=f"round {t}")
         assert w_after.max() <= cap * (1 + 1e-12)  # epsilon-smooth after every round
         assert abs(w_after.sum() - 1.0) <= 1e-12
-    assert len(hist) == 25
-    # the vote is an unweighted majority
-    assert np.all(algo.model.coef == 1.0)
+    m = algo.model
+    assert list(zip(m.feature.tolist(), m.bin.tolist(), m.left.tolist(), m.missing_left.astype(bool).tolist())) == \
+        [stump for stump, _ in want]
+    assert np.all(m.coef == 1.0) and m.vote == "majority"
+    votes = [sum(ref.stump_value(X[i], *stump) for stump, _ in want) for i in range(n)]
+    np.testing.assert_array_equal(m.predict(np.ascontiguousarray(X.T)), np.where(np.array(votes) >= 0, 1, -1))
 
 
 def test_smoothboost_weighted_vote_removed_and_parameter_errors():
