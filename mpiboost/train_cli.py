@@ -327,7 +327,11 @@ def save_model(model, path: str) -> Optional[str]:
     except (OSError, RuntimeError) as exc:
         why = reason(exc)
     name = f"mpiboost-rescued-{os.getpid()}-{os.path.basename(path) or 'model.h5'}"
-    for folder in (tempfile.gettempdir(), os.getcwd(), os.path.expanduser("~")):
+    for where in (tempfile.gettempdir, os.getcwd, lambda: os.path.expanduser("~")):
+        try:
+            folder = where()
+        except OSError:  # a working directory that vanished with its mount
+            continue
         rescue = os.path.join(folder, name)
         try:
             model.save(rescue)

@@ -33,6 +33,7 @@ from typing import Optional, Sequence
 
 import pytest
 
+import machine_speed
 from mpi_util import ROOT, mpi_env, mpiexec
 
 pytestmark = pytest.mark.mpi
@@ -49,7 +50,7 @@ TRANSPORTS = {
     "ofi": {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "FI_TCP_IFACE": IFACE},
 }
 TIMEOUT = 60  # seconds, any one process
-STALL = 5  # --stall-timeout of the link-down test
+STALL_BASE = 5  # --stall-timeout of the link-down test on a machine of CI's speed (machine_speed scales it)
 
 
 # ------------------------------------------------------------------ processes
@@ -258,23 +259,19 @@ def test_two_hosts_give_the_same_model(link_up, data, tmp_path, algo):
         assert text == reference, f"{name} differs from mpiexec -n 1"
 
 
-def _has_stall_timeout() -> bool:
-    proc = run(mpiboost("train", "--algo", "adaboost", "--help"))
-    return proc.returncode == 0 and "--stall-timeout" in proc.stdout
-
-
 @pytest.mark.parametrize("transport", sorted(TRANSPORTS))
 def test_link_down_mid_run_ends_the_job(link_up, data, tmp_path, transport):
     """The cable is cut while training: every process of the job ends, mpiexec with exit code 2 and a message."""
     hosts = link_up
-    if not _has_stall_timeout():
-        pytest.skip("`mpiboost train` has no --stall-timeout option yet")
     metrics = tmp_path / "m.jsonl"
     rcdir = tmp_path / "rc"
     rcdir.mkdir()
+    # A slow or loaded machine gets a longer stall bound (a busy rank must not pass for a cut one) and
+    # longer hang guards; the promise checked is the exit, the message and that no process is left.
+    stall, start_guard = machine_speed.seconds(STALL_BASE), machine_speed.seconds(30)
     train = mpiboost(
         "train", "--algo", "adaboost", "--rounds", 20000, "--data", data, "--model", tmp_path / "cut.h5",
-        "--metrics", metrics, "--stall-timeout", STALL, "--quiet",
+        "--metrics", metrics, "--stall-timeout", stall, "--quiet",
     )  # fmt: skip
     # Each rank's own exit code, when it ends by itself (a rank its launcher kills
     # leaves no file, or a .tmp one: written, then renamed).
@@ -293,16 +290,16 @@ def test_link_down_mid_run_ends_the_job(link_up, data, tmp_path, transport):
         )
     err = lambda: err_path.read_text(errors="replace")[-3000:]  # noqa: E731
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + start_guard
         while time.monotonic() < deadline and proc.poll() is None:
             if metrics.exists() and len(metrics.read_bytes().splitlines()) >= 3:
                 break
             time.sleep(0.05)
         else:
-            pytest.fail(f"training did not start within 30 s (exit {proc.poll()}):\n{err()}")
+            pytest.fail(f"training did not start within {start_guard} s (exit {proc.poll()}):\n{err()}")
         ok(hosts.script("link", "down"))
         cut = time.monotonic()
-        limit = STALL + 30
+        limit = stall + start_guard
         try:
             proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
