@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 from collections import defaultdict
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Sequence
@@ -104,7 +105,6 @@ class ByteCounter:
 def _timed(method):
     """Add the wall time of an outermost collective call to the current primitive."""
     import functools
-    import time
 
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
@@ -176,6 +176,8 @@ class Comm:
         """End every rank of the job now (no cleanup)."""
         sys.stdout.flush()
         sys.stderr.flush()
+        if self.size > 1:
+            time.sleep(watchdog.OUTPUT_GRACE)  # let the launcher forward this rank's message before the abort
         self.mpi.Abort(code)
 
     # ------------------------------------------------- small pickled messages
@@ -472,6 +474,7 @@ def abort_world(code: int) -> None:
     if world_size() > 1:
         sys.stdout.flush()
         sys.stderr.flush()
+        time.sleep(watchdog.OUTPUT_GRACE)  # let the launcher forward this rank's message before the abort
         _MPI.COMM_WORLD.Abort(code)
 
 

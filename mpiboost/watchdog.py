@@ -38,6 +38,10 @@ import numpy as np
 
 DEFAULT_TIMEOUT = 300.0  # seconds; generous: a round or a chunk read never takes this long between ticks
 GRACE = 5.0  # seconds between MPI_Abort and the hard exit
+# Seconds between a rank's last message and its MPI_Abort. The launcher forwards a rank's output through its
+# own pipes, apart from the abort request; an abort right behind a message can end the job before the message
+# reaches mpiexec's stderr (seen once in a loaded test run: exit 2, nothing printed). The job ends anyway.
+OUTPUT_GRACE = 1.0
 _TAG = 0x7D06
 
 _active: Optional["Watchdog"] = None
@@ -162,7 +166,8 @@ class Watchdog:
         )
         sys.stdout.flush()
         # The abort may not reach a launcher across a cut network: exit hard after a grace period.
-        threading.Timer(GRACE, os._exit, args=(2,)).start()
+        threading.Timer(GRACE + OUTPUT_GRACE, os._exit, args=(2,)).start()
+        time.sleep(OUTPUT_GRACE)  # let the launcher forward the message first
         try:
             from mpi4py import MPI
 

@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -85,6 +86,9 @@ class RankReporter:
         sys.stderr.write("".join(prefix + line + "\n" for line in ("FAILED " + text).splitlines()))
         sys.stderr.flush()
         sys.stdout.flush()
+        from mpiboost.watchdog import OUTPUT_GRACE
+
+        time.sleep(OUTPUT_GRACE)  # the launcher forwards the message before the abort ends the job
         self.MPI.COMM_WORLD.Abort(1)
 
     def _write(self, **extra) -> None:

@@ -133,3 +133,20 @@ def test_hoeffding_trees_split_and_give_the_same_model_on_any_number_of_ranks(st
     proc = run_cli(["train", "--algo", "online-agnostic", "--data", str(path), "--model", str(tmp_path / "x.h5"),
                     "--grace-period", "20"])
     assert proc.returncode == 2 and "--weak-learner hoeffding" in proc.stderr
+
+
+@pytest.mark.parametrize("extra", [["--checkpoint", "c.h5"], ["--checkpoint", "c.h5", "--resume"],
+                                   ["--dedicated-coordinator"]], ids=["checkpoint", "resume", "dedicated"])
+def test_every_online_booster_refuses_checkpoints_and_a_dedicated_coordinator(stream, tmp_path, capsys, extra):
+    """One pass over the stream is the whole run: no checkpoint to resume, and every rank holds learners."""
+    from mpiboost import cli
+    from mpiboost.online import ONLINE
+
+    path, _, _ = stream
+    for name in ONLINE:
+        argv = ["train", "--algo", name, "--data", str(path), "--model", str(tmp_path / "m.h5"), "--quiet",
+                *[str(tmp_path / e) if e.endswith(".h5") else e for e in extra]]
+        assert cli.main(argv) == 2, name
+        err = capsys.readouterr().err
+        assert f"{extra[0]} is not an option of {name}" in err, err
+        assert not (tmp_path / "m.h5").exists() and not (tmp_path / "c.h5").exists()
