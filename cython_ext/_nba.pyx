@@ -79,28 +79,35 @@ cdef inline void _gaussian(double s0, double s1, double s2, double a, double v, 
         inv[0] = 1.0 / var
 
 
+cdef inline void _log_product_add(double g, double* p, double* acc) noexcept nogil:
+    """Multiply ``g`` into the running product ``p`` whose log is due into ``acc``.
+
+    A log only when the product leaves [1e-200, 1e200], or for a value outside
+    [1e-100, 1e100]; the result is ``acc + log(p)``.
+    """
+    if g > 1e100 or g < 1e-100:
+        acc[0] += log(g)
+    else:
+        p[0] *= g
+        if p[0] > 1e200 or p[0] < 1e-200:
+            acc[0] += log(p[0])
+            p[0] = 1.0
+
+
 cdef inline double _half_log_sum(const double* S0, const double* GI, idx_t n_numeric, idx_t k,
                                  idx_t c) noexcept nogil:
     """sum over the numeric features m of class c with S0 > 0 and 1/var > 0 of log(1/var)/2 - log(2 pi)/2.
 
     The Gaussian log densities' constant part, one number per class: the 1/var
-    values are multiplied in a running product (a log only when the product
-    leaves [1e-200, 1e200], or for a value outside [1e-100, 1e100]), so
+    values are multiplied in a running product (:func:`_log_product_add`), so
     learning a row costs one log per class instead of one per feature.
     """
-    cdef double p = 1.0, acc = 0.0, g
+    cdef double p = 1.0, acc = 0.0
     cdef idx_t m, count = 0
     for m in range(n_numeric):
         if S0[m * k + c] > 0 and GI[m * k + c] > 0:
-            g = GI[m * k + c]
             count += 1
-            if g > 1e100 or g < 1e-100:
-                acc += log(g)
-            else:
-                p *= g
-                if p > 1e200 or p < 1e-200:
-                    acc += log(p)
-                    p = 1.0
+            _log_product_add(GI[m * k + c], &p, &acc)
     acc += log(p)
     return 0.5 * acc - count * _HALF_LOG_2PI
 
@@ -115,22 +122,15 @@ cdef inline double _half_log_sum_present(const double* S0, const double* GI, con
     difference keeps rounding residue, and two classes of equal statistics
     would then not tie exactly (a tie goes to the lowest class).
     """
-    cdef double p = 1.0, acc = 0.0, g
+    cdef double p = 1.0, acc = 0.0
     cdef idx_t j, m, count = 0
     for j in range(d):
         if vals[j] != 0 or isnan(x[j]):
             continue
         m = num[j]
         if S0[m * k + c] > 0 and GI[m * k + c] > 0:
-            g = GI[m * k + c]
             count += 1
-            if g > 1e100 or g < 1e-100:
-                acc += log(g)
-            else:
-                p *= g
-                if p > 1e200 or p < 1e-200:
-                    acc += log(p)
-                    p = 1.0
+            _log_product_add(GI[m * k + c], &p, &acc)
     acc += log(p)
     return 0.5 * acc - count * _HALF_LOG_2PI
 
