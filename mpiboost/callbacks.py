@@ -213,7 +213,7 @@ class Checkpoint(_Writer):
         model = env.model
         if self.failure is not None or model.n_rounds < self.keep:
             return
-        ckpt = Model(**{**model.__dict__, "info": {**model.info, "checkpoint": env.run}})
+        ckpt = Model(**{**{k: v for k, v in model.__dict__.items() if not k.startswith("_")}, "info": {**model.info, "checkpoint": env.run}})
         try:
             ckpt.save(self.path)
         except (OSError, RuntimeError) as exc:

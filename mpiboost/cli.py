@@ -236,10 +236,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if comm.is_center:
             check_outputs([("--out", args.out)], [("--model", args.model)] + [("--data", f) for f in args.data])
     model = _load_model(comm, args)
-    values = predict(comm, model, args.data, scores=args.scores, dedicated_coordinator=args.dedicated_coordinator)
+    if args.proba and getattr(model, "link", None) is None:
+        raise InputError(f"--proba: {args.model} is a {model.algorithm} model without calibrated probabilities "
+                         "(train with --loss logistic or --algo softmax; --scores gives its scores)")
+    if args.proba and args.scores:
+        raise InputError("--proba and --scores: give one")
+    values = predict(comm, model, args.data, scores=args.scores, dedicated_coordinator=args.dedicated_coordinator,
+                     proba=args.proba)
     with comm.collective_guard():
         if comm.is_center:
-            if not args.scores:
+            if args.proba:
+                header = ",".join(f"proba_{lab.text(c)}" for c in model.classes)
+            elif not args.scores:
                 header = "prediction"
             elif values.ndim == 2:
                 header = ",".join(f"score_{lab.text(c)}" for c in model.classes)
@@ -268,7 +276,23 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from .online.model import load_any
 
-    print(load_any(args.model).to_json())
+    model = load_any(args.model)
+    if args.format == "lightgbm":
+        from .export import to_lightgbm
+
+        if not hasattr(model, "bins"):
+            raise InputError(f"{args.model}: an online model has no LightGBM form; export it as JSON")
+        text = to_lightgbm(model)
+    else:
+        text = model.to_json()
+    if args.out:
+        from .atomic import write_bytes
+        from .outputs import check_outputs
+
+        check_outputs([("--out", args.out)], [("--model", args.model)])
+        write_bytes(args.out, (text if text.endswith("\n") else text + "\n").encode())
+    else:
+        print(text)
     return 0
 
 
@@ -427,6 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="P.npy|P.csv", help="output (.npy, or .csv with one column)")
     p.add_argument("--scores", action="store_true",
                    help="write the ensemble score instead of the label (one column per class for a multiclass model)")
+    p.add_argument("--proba", action="store_true",
+                   help="write the class probabilities, one column per class (models of the logistic loss: "
+                   "--loss logistic, --algo softmax)")
     p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T rounds (default: all)")
     p.add_argument("--dedicated-coordinator", action="store_true")
     add_stall_timeout(p)
@@ -446,9 +473,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_stall_timeout(p)
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("export", help="canonical JSON of a model", description="Print the model as canonical JSON.")
+    p = sub.add_parser("export", help="a model as canonical JSON or as a LightGBM model",
+                       description="Print the model as canonical JSON, or as LightGBM's text model format "
+                       "(lightgbm.Booster(model_file=...) then predicts mpiboost's raw scores).")
     p.add_argument("--model", required=True, metavar="M.h5")
-    p.add_argument("--format", choices=("json",), default="json")
+    p.add_argument("--format", choices=("json", "lightgbm"), default="json")
+    p.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser(

@@ -271,6 +271,18 @@ class Comm:
         return out
 
     @_timed
+    def reduce_scatter_int(self, arr: np.ndarray, counts: Sequence[int]) -> np.ndarray:
+        """Exact int64 sums of ``arr`` (rows of equal width) over ranks, rank r keeping ``counts[r]``
+        consecutive rows (in rank order)."""
+        arr = np.ascontiguousarray(arr, dtype=np.int64)
+        width = int(np.prod(arr.shape[1:])) if arr.ndim > 1 else 1
+        counts = [int(c) for c in counts]
+        out = np.empty((counts[self.rank],) + arr.shape[1:], dtype=np.int64)
+        self.mpi.Reduce_scatter(arr, out, recvcounts=[c * width for c in counts], op=_mpi().SUM)
+        self._count(arr.nbytes - out.nbytes, out.nbytes * (self.size - 1))
+        return out
+
+    @_timed
     def gatherv(self, arr: np.ndarray, root: int = 0) -> Optional[np.ndarray]:
         """Concatenate every rank's array along axis 0 on ``root`` (rank order).
 

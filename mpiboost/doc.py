@@ -35,11 +35,12 @@ def algorithms_markdown() -> str:
     from .boost import ALGORITHMS
 
     out = [HEADER, "## Overview", "",
-           "| algorithm | tasks | labels | raw features | stumps per round | what it is |",
-           "|---|---|---|---|---|---|"]
+           "| algorithm | tasks | labels | weak learners | losses | raw features | learners per round | what it is |",
+           "|---|---|---|---|---|---|---|---|"]
     for name, cls in ALGORITHMS.items():
         out.append(
             f"| `{name}` | {', '.join(cls.tasks)} | {'-1/+1' if cls.labels == 'signed' else 'class indices'} | "
+            f"{', '.join(cls.weak_learners)} | {', '.join(cls.losses)} | "
             f"{'yes' if cls.needs_raw else 'no'} | {'several' if cls.multi_stump_rounds else 'one'} | {cls.summary} |"
         )
     options = []

@@ -120,7 +120,8 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
 
 
 def predict(
-    comm, model: Model, paths: Sequence[str], *, scores: bool = False, dedicated_coordinator: bool = False
+    comm, model: Model, paths: Sequence[str], *, scores: bool = False, dedicated_coordinator: bool = False,
+    proba: bool = False,
 ) -> Optional[np.ndarray]:
     """Collective: every row's predicted label (the user's values) or scores, in file order, on the center.
 
@@ -128,6 +129,8 @@ def predict(
     the second class), per row and class ``(n, K)`` for a multiclass one.
     """
     _, score = _scores(comm, model, paths, None, dedicated_coordinator)
+    if proba:
+        scores, score = True, model.proba_of_scores(score)
     out = score if scores else _index(model, score)
     if comm.size > 1:
         out = comm.gatherv(out)

@@ -32,8 +32,12 @@ from .data.binning import MAX_EDGES, BinMapper, check_flat
 from .data.format import MAX_FEATURES, check_stored
 from .errors import InputError
 
-MODEL_FORMAT = 2  # 2: classes, output and the right-hand value of each stump; format 1 files still load
-READABLE_FORMATS = (1, 2)
+# 2: classes, output and the right-hand value of each stump; 3: trees (group "trees", ensemble/tree,
+# header "link"); format 1 and 2 files still load
+MODEL_FORMAT = 3
+READABLE_FORMATS = (1, 2, 3)
+LINKS = (None, "logistic", "softmax")  # how scores become probabilities (None: they do not)
+MAX_NODES = 1 << 26  # nodes of all trees of a model file, checked before they are read
 OUTPUTS = ("sign", "argmax")
 # What the algorithms write (Algorithm.vote); "task": stump t votes only for the rows of
 # task domain[t] (one ensemble per task, multi-task boosting).
@@ -71,12 +75,25 @@ class Model:
     right: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     classes: Optional[list] = None  # the user's label values; None: -1, +1
     output: str = "sign"
+    # Tree members: tree[t] >= 0 is member t's index in ``trees`` (its stump fields are then unused:
+    # feature -1, the constant). Scores of tree models are sum_t coef_t value_t(leaf of x).
+    tree: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    trees: list = field(default_factory=list)
+    link: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.classes is None:
             self.classes = [-1, 1]
         if self.output not in OUTPUTS:
             raise ValueError(f"output must be one of {OUTPUTS}, not {self.output!r}")
+        if self.link not in LINKS:
+            raise ValueError(f"link must be one of {LINKS}, not {self.link!r}")
+        if self.tree.shape[0] != self.feature.shape[0]:
+            self.tree = np.full(self.feature.shape[0], -1, dtype=np.int32)
+
+    @property
+    def has_trees(self) -> bool:
+        return bool(self.trees)
 
     @property
     def n_classes(self) -> int:
@@ -118,6 +135,18 @@ class Model:
         r = self.n_rounds + 1 if round is None else int(round)
         if r < self.n_rounds:
             raise ValueError(f"round {r} comes before the model's last round {self.n_rounds}")
+        from .weak.tree import Tree
+
+        if isinstance(stump, Tree):
+            self.tree = np.append(self.tree, np.int32(len(self.trees))).astype(np.int32)
+            self.trees.append(stump)
+            from .weak.stump import Stump
+
+            stump = Stump(-1, 0, 1, False, 0 if self.output == "argmax" else None)
+        else:
+            if self.trees:
+                raise ValueError("a model of trees takes trees only")
+            self.tree = np.append(self.tree, np.int32(-1)).astype(np.int32)
         self.round = np.append(self.round, np.int32(r)).astype(np.int32)
         self.domain = np.append(self.domain, np.int32(-1 if domain is None else domain)).astype(np.int32)
         self.feature = np.append(self.feature, np.int32(stump.feature)).astype(np.int32)
@@ -132,16 +161,21 @@ class Model:
 
         classes = self.output == "argmax"
         for t in range(self.n_stumps):
+            if self.tree[t] >= 0:
+                yield self.trees[int(self.tree[t])], float(self.coef[t])
+                continue
             right = int(self.right[t]) if classes else None
             stump = Stump(int(self.feature[t]), int(self.bin[t]), int(self.left[t]), bool(self.missing_left[t]), right)
             yield stump, float(self.coef[t])
 
     def truncated(self, rounds: int) -> "Model":
         """The model of the first ``rounds`` rounds (stumps, for one stump per round)."""
-        m = Model(**{**self.__dict__})
+        m = Model(**{k: v for k, v in self.__dict__.items() if not k.startswith("_")})
         keep = int(np.searchsorted(self.round, rounds, side="right"))
         for name in ENSEMBLE_ARRAYS:
             setattr(m, name, getattr(self, name)[:keep].copy())
+        m.tree = self.tree[:keep].copy()
+        m.trees = self.trees[: int(self.tree[:keep].max(initial=-1)) + 1]
         return m
 
     def rounds(self):
@@ -189,6 +223,9 @@ class Model:
         from ._ext import _predict
 
         cols = np.ascontiguousarray(cols, dtype=np.uint8)
+        if self.trees:
+            out = self.tree_scores(cols, 0, self.n_stumps, self.vote_coefficients())
+            return out if self.output == "argmax" else out[:, 0]
         if self.vote == "task":
             return self._task_scores(cols, task)
         if self.output == "argmax":
@@ -206,6 +243,53 @@ class Model:
         Q = np.ascontiguousarray(self.domain_classifier.proba(X))
         _predict.predict_binned_q(cols, *self._arrays(), np.ascontiguousarray(self.domain, dtype=np.int32), Q, out)
         return out
+
+    def forest(self) -> tuple:
+        """The trees as flat arrays for the kernels: (feature, bin, missing_left, left, right, value, start)."""
+        cached = getattr(self, "_forest", None)
+        if cached is not None and cached[0] == len(self.trees):
+            return cached[1]
+        from .weak.tree import flatten
+
+        arrays = flatten(self.trees, 1 if self.output == "sign" else self.n_classes)
+        self._forest = (len(self.trees), arrays)
+        return arrays
+
+    def tree_scores(self, cols: np.ndarray, lo: int, hi: int, coef: np.ndarray,
+                    out: Optional[np.ndarray] = None) -> np.ndarray:
+        """``out[i, :] += sum over members lo..hi-1 of coef_t value_t(x_i)`` for a tree model, (n, V)."""
+        from ._ext import _tree
+
+        feature, bin_, ml, left, right, value, start = self.forest()
+        V = value.shape[1]
+        if out is None:
+            out = np.zeros((cols.shape[1], V))
+        idx = self.tree[lo:hi]
+        # members lo..hi-1 are trees idx[0]..idx[-1], consecutive
+        if idx.size:
+            a, b = int(idx[0]), int(idx[-1]) + 1
+            s = start[a:b + 1]
+            n0, n1 = int(s[0]), int(s[-1])
+            _tree.add_trees(cols, feature[n0:n1], bin_[n0:n1], ml[n0:n1], left[n0:n1], right[n0:n1],
+                            value[n0:n1], np.ascontiguousarray(s - n0), np.ascontiguousarray(coef[lo:hi],
+                                                                                               dtype=np.float64), out)
+        return out
+
+    def predict_proba(self, cols: np.ndarray) -> np.ndarray:
+        """Class probabilities (n, K) of a model with a logistic or softmax link."""
+        return self.proba_of_scores(self.decision_function(cols))
+
+    def proba_of_scores(self, score: np.ndarray) -> np.ndarray:
+        """Class probabilities (n, K) from :meth:`decision_function`'s scores (logistic or softmax link)."""
+        if self.link == "logistic":
+            p1 = 0.5 * (1.0 + np.tanh(0.5 * score))  # sigmoid without overflow
+            return np.stack([1.0 - p1, p1], axis=1)
+        if self.link == "softmax":
+            z = score - score.max(axis=1, keepdims=True)
+            e = np.exp(z)
+            return e / e.sum(axis=1, keepdims=True)
+        raise ValueError(f"a model of {self.algorithm} (loss without a link) has no calibrated probabilities: "
+                         "train it with --loss logistic, or use --algo softmax")
 
     def _task_scores(self, cols: np.ndarray, task: Optional[np.ndarray]) -> np.ndarray:
         """Each row's score under its own task's ensemble: the stumps of the row's task and the shared ones.
@@ -278,6 +362,7 @@ class Model:
             "info": self.info,
             "domain_names": self.domain_names,
             "domain_classifier": None if self.domain_classifier is None else self.domain_classifier.to_dict(),
+            "link": self.link,
         }
 
     def save(self, path: str | os.PathLike) -> None:
@@ -298,6 +383,12 @@ class Model:
             for name in ENSEMBLE_ARRAYS:
                 g.create_dataset(name, data=getattr(self, name))
             g.create_dataset("threshold", data=self.thresholds())
+            if self.trees:
+                g.create_dataset("tree", data=self.tree)
+                t = f.create_group("trees")
+                for name, a in zip(TREE_ARRAYS, self.forest()):
+                    t.create_dataset(name, data=a)
+                t.create_dataset("kind", data=np.array([TREE_KINDS.index(tr.kind) for tr in self.trees], np.uint8))
             flat, offsets = self.bins.flat()
             b = f.create_group("bins")
             b.create_dataset("edges", data=flat)
@@ -378,6 +469,8 @@ class Model:
             raise InputError(f"{where}: ensemble/missing_left must be 0 or 1")
         if not np.isfinite(self.coef).all():
             raise InputError(f"{where}: ensemble/coef holds a value that is not finite")
+        if self.trees or (n and self.tree.max() >= 0):
+            self._validate_trees(where)
         if self.output == "argmax":
             K = self.n_classes
             for name in ("left", "right"):
@@ -410,6 +503,46 @@ class Model:
         if n and np.any(np.diff(self.round) < 0):
             raise InputError(f"{where}: ensemble/round must not decrease")
 
+    def _tree_json(self, tr) -> dict:
+        doc = tr.to_dict()
+        doc["threshold"] = [_threshold_or_none(self.bins, int(f), int(b)) if f >= 0 else None
+                            for f, b in zip(tr.feature, tr.bin)]
+        return doc
+
+    def _validate_trees(self, where: str) -> None:
+        """Tree members: consecutive tree indices, every tree a proper binary tree within the bins."""
+        n, T = self.n_stumps, len(self.trees)
+        if self.tree.shape != (n,) or not np.array_equal(self.tree, np.arange(n, dtype=np.int32)):
+            raise InputError(f"{where}: ensemble/tree must number the {n} members' trees 0..{n - 1} (a model of trees "
+                             f"holds trees only), has {T} trees")
+        if self.vote not in ("weighted", "majority") or self.domain_classifier is not None:
+            raise InputError(f"{where}: a model of trees votes weighted or by majority (not {self.vote})")
+        V = 1 if self.output == "sign" else self.n_classes
+        d = self.n_features
+        for k, tr in enumerate(self.trees):
+            m = tr.n_nodes
+            if m < 1 or tr.value.shape != (m, V):
+                raise InputError(f"{where}: tree {k} has {m} nodes and values of shape {tr.value.shape}, "
+                                 f"not ({m}, {V})")
+            split = tr.feature >= 0
+            if (tr.feature >= d).any() or (tr.feature < -1).any():
+                raise InputError(f"{where}: tree {k} splits on a feature outside 0..{d - 1}")
+            if split.any() and ((tr.bin[split] < 0).any()
+                                or (tr.bin[split] >= self.bins.n_bins[tr.feature[split]]).any()):
+                raise InputError(f"{where}: tree {k} holds a threshold bin outside its feature's value bins")
+            if (tr.missing_left > 1).any():
+                raise InputError(f"{where}: tree {k}: missing_left must be 0 or 1")
+            # children of node i are after i (so a walk from the root ends), each node has one parent
+            kids = np.concatenate([tr.left[split], tr.right[split]])
+            ids = np.flatnonzero(split)
+            if (kids.size and (kids.min() < 1 or kids.max() >= m)) or np.unique(kids).size != kids.size \
+                    or kids.size != m - 1 or (tr.left[split] <= ids).any() or (tr.right[split] <= ids).any():
+                raise InputError(f"{where}: tree {k} is not a binary tree (children must follow their parent, once)")
+            if not np.isfinite(tr.value).all():
+                raise InputError(f"{where}: tree {k} holds a leaf value that is not finite")
+            if tr.kind == "sign" and (V != 1 or not np.isin(tr.value[~split], (-1.0, 1.0)).all()):
+                raise InputError(f"{where}: tree {k} of sign leaves holds a leaf value other than -1/+1")
+
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, exact floats, no volatile fields)."""
         doc = self._header()
@@ -430,12 +563,23 @@ class Model:
                 self.domain, self.round,
             )
         ]
+        if self.trees:
+            for e, t in zip(doc["ensemble"], self.tree):
+                e["tree"] = int(t)
+            doc["trees"] = [self._tree_json(tr) for tr in self.trees]
         doc["first_voting_round"] = self.first_voting_round()
         doc["bin_edges"] = [e.tolist() for e in self.bins.edges]
         return json.dumps(_plain(doc), sort_keys=True, allow_nan=True, separators=(",", ":"))
 
 
+def _threshold_or_none(bins, f: int, b: int):
+    th = bins.threshold(f, b)
+    return float(th) if np.isfinite(th) else None
+
+
 ENSEMBLE_ARRAYS = ("feature", "bin", "left", "right", "missing_left", "coef", "domain", "round")
+TREE_ARRAYS = ("feature", "bin", "missing_left", "left", "right", "value", "start")
+TREE_KINDS = ("sign", "real")
 
 
 def _shown(value: Any) -> str:
@@ -522,6 +666,7 @@ def _header_fields(h: dict, path: str) -> dict:
         "feature_names": field("feature_names", strings, "null or a list of strings", default=None),
         "domain_names": field("domain_names", strings, "null or a list of strings", default=None),
         "info": field("info", lambda v: isinstance(v, dict), "an object", default={}),
+        "link": field("link", lambda v: v in LINKS, "null, logistic or softmax", default=None),
     }
     d = field("n_features", lambda v: is_int(v) and 1 <= v <= MAX_FEATURES, f"an integer in 1..{MAX_FEATURES:,}")
     classes = field("classes", lambda v: isinstance(v, list), "a list of label values", default=[-1, 1])
@@ -632,7 +777,16 @@ def _read_model(cls, f, path: str) -> "Model":
         else:
             arrays[name] = _in_range(a, where, -(2**31), 2**31 - 1, np.int32)
     left = arrays["left"]
+    trees, tree = [], None
+    if "trees" in f:
+        trees = _read_trees(f["trees"], path, size, 1 if h["output"] == "sign" else len(h["classes"]))
+        tree = _dataset(g, "tree", path, size, ints, n, MAX_STUMPS)
+        tree = _in_range(tree, f"{path}: ensemble/tree", -1, max(len(trees) - 1, -1), np.int32)
+    elif "tree" in g:
+        raise InputError(f"{path}: dataset 'ensemble/tree' without a 'trees' group")
     return cls(
+        trees=trees,
+        **({"tree": tree} if tree is not None else {}),
         bins=bins,
         right=arrays.get("right", -left),
         domain=arrays.get("domain", np.full(n, -1, np.int32)),
@@ -640,6 +794,39 @@ def _read_model(cls, f, path: str) -> "Model":
         **{k: arrays[k] for k in ("feature", "bin", "left", "missing_left", "coef")},
         **h,
     )
+
+
+def _read_trees(t, path: str, size: int, V: int) -> list:
+    """The trees of group ``t``, each array checked from its metadata before it is read."""
+    import h5py
+
+    from .weak.tree import Tree
+
+    if not isinstance(t, h5py.Group):
+        raise InputError(f"{path}: 'trees' must be a group")
+    start = _dataset(t, "start", path, size, "iu", None, MAX_STUMPS + 1)
+    start = _in_range(start, f"{path}: trees/start", 0, MAX_NODES, np.int64)
+    if start.shape[0] < 1 or start[0] != 0 or np.any(np.diff(start) < 1):
+        raise InputError(f"{path}: trees/start must rise from 0 by at least 1 per tree")
+    m = int(start[-1])
+    a = {}
+    for name in ("feature", "bin", "missing_left", "left", "right"):
+        raw = _dataset(t, name, path, size, "iu", m, MAX_NODES)
+        a[name] = _in_range(raw, f"{path}: trees/{name}", -1, 2**31 - 1, np.int32)
+    where = f"{path}: trees/value"
+    if "value" not in t or not isinstance(t["value"], h5py.Dataset) or t["value"].shape != (m, V) \
+            or t["value"].dtype.kind != "f":
+        raise InputError(f"{where} must be a float dataset of shape ({m}, {V})")
+    check_stored(t["value"], path, "trees/value", size)
+    value = np.asarray(t["value"][()], dtype=np.float64)
+    kinds = _dataset(t, "kind", path, size, "iu", start.shape[0] - 1, MAX_STUMPS)
+    kinds = _in_range(kinds, f"{path}: trees/kind", 0, 1, np.int64)
+    out = []
+    for k in range(start.shape[0] - 1):
+        lo, hi = int(start[k]), int(start[k + 1])
+        out.append(Tree(a["feature"][lo:hi], a["bin"][lo:hi], a["missing_left"][lo:hi].astype(np.int64) & 0x1FF,
+                        a["left"][lo:hi], a["right"][lo:hi], value[lo:hi], ("sign", "real")[int(kinds[k])]))
+    return out
 
 
 def index_of_scores(score: np.ndarray) -> np.ndarray:
@@ -687,6 +874,12 @@ class Scorer:
         from ._ext import _weights
 
         m, lo, hi = self.model, self.done, self.model.n_stumps
+        if m.trees:
+            if hi > lo:
+                out = self.scores if m.output == "argmax" else self.scores[:, None]
+                m.tree_scores(self.cols, lo, hi, m.coef, out)
+            self.done = hi
+            return
         if m.output == "argmax":
             from ._ext import _multiclass
 

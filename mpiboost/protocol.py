@@ -185,6 +185,30 @@ class Protocol:
         self._packing_cache = (key, index)
         return index
 
+    # ------------------------------------------------------ tree histograms
+    def reduce_tree_histogram(self, hist: np.ndarray) -> Optional[np.ndarray]:
+        """Exact global packed node histogram ``(slots, channels)`` of int64 units, on the center
+        (``None`` elsewhere): the reduction to the center of histogram trees."""
+        with self.comm.primitive("tree_histograms"):
+            if self.comm.size == 1:
+                return hist.copy()
+            return self.comm.reduce_int(hist)
+
+    def reduce_scatter_tree_histogram(self, hist: np.ndarray, counts: list) -> np.ndarray:
+        """Exact global packed node histogram, rank r receiving slots of its feature block
+        (``counts[r]`` slots, in rank order): LightGBM's data-parallel exchange, about
+        1/size of the histogram per rank instead of all of it at the center."""
+        with self.comm.primitive("tree_histograms"):
+            if self.comm.size == 1:
+                return hist.copy()
+            return self.comm.reduce_scatter_int(hist, counts)
+
+    def allgather_candidates(self, row: np.ndarray) -> np.ndarray:
+        """Every rank's best split of its feature block (a few float64 values each), on every rank."""
+        with self.comm.primitive("tree_splits"):
+            row = np.asarray(row, dtype=np.float64)
+            return self.comm.allgather_array(row) if self.comm.size > 1 else row[None, :]
+
     # --------------------------------------------------- broadcast_hypothesis
     def broadcast_hypothesis(self, packed: Optional[np.ndarray], size: int) -> np.ndarray:
         """The center's hypothesis (a small float64 vector) on every rank."""

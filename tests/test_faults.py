@@ -437,7 +437,7 @@ def test_resume_refuses_another_run_and_never_shortens_the_checkpoint(work):
         (_resume(work, ckpt, data=work / "e.h5"), ["other training data", "'d.h5' then, 'e.h5' now"]),
         (_resume(work, ckpt, data=work / "alt" / "d.h5"), ["other training data", "the rows differ"]),
         (_resume(work, ckpt, algo="smoothboost"), ["made by adaboost"]),
-        (_resume(work, ckpt, "--weak-learner", "sample"), ["parameters differ", "weak_learner"]),
+        (_resume(work, ckpt, "--weak-learner", "sample"), ["parameters differ", "search"]),
     ]:
         _refused(proc, *words, before="rounds", ranks=2)  # agreed, before the first round
     _unchanged(before, work)

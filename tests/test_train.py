@@ -40,7 +40,7 @@ def test_cli_export_is_the_same_on_any_number_of_ranks(ls_data, tmp_path):
         _train(train, model, "--algo", "smoothboost", "--weak-learner", "sample", "--seed", "5", *extra, n=n)
         exports[n] = _export(model)
     doc = json.loads(exports[1])
-    assert doc["algorithm"] == "smoothboost" and doc["params"]["weak_learner"] == "sample"
+    assert doc["algorithm"] == "smoothboost" and doc["params"]["search"] == "sample"
     assert len(doc["ensemble"]) >= 1 and exports[1] == exports[3]
 
 

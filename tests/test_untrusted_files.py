@@ -175,7 +175,7 @@ def _set(i, v):
 
 
 HEADER_CASES = {
-    "format-3": (_header_edit(format=3), "model format 3"),
+    "format-4": (_header_edit(format=4), "model format 4"),
     "format-bool": (_header_edit(format=True), "model format True"),
     "format-str": (_header_edit(format="2"), "model format 2 is not supported"),
     "format-missing": (_header_edit(format=_DROP), "model format None"),

@@ -15,12 +15,13 @@ from .mstra import MSTrA
 from .multiboost import MultiBoost
 from .samme import SAMME
 from .smoothboost import SmoothBoost
+from .softmax import Softmax
 from .tradaboost import TrAdaBoost
 
 ALGORITHMS = {
     cls.name: cls
     for cls in (SmoothBoost, AdaBoost, SAMME, MultiBoost, FedMultiBoost, MSDTrA, MSTrA, DTrAdaBoost, TrAdaBoost,
-                AgnosticBatch, ISMultitask)
+                AgnosticBatch, ISMultitask, Softmax)
 }
 check_declarations(list(ALGORITHMS.values()))
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from .base import Hypothesis
-from .params import ROW_WEIGHTS, SAMPLING
+from .base import Hypothesis, Param
+from .params import LEARNING_RATE, ROW_WEIGHTS, SAMPLING
 from .reweighting import Reweighting
 
 ERROR_CLIP = 1e-12
@@ -26,9 +26,44 @@ class AdaBoost(Reweighting):
     summary = "AdaBoost: the SmoothBoost paper's baseline; with domains AdaBoost-all or, one domain, AdaBoost-k"
     tasks = ("binary", "multi-domain", "transfer")
     vote = "weighted"
-    parameters = (*SAMPLING, *ROW_WEIGHTS)
+    weak_learners = ("stump", "tree")
+    losses = ("exponential", "logistic")
+    parameters = (
+        *SAMPLING,
+        Param("loss", str, "exponential",
+              "exponential: AdaBoost's reweighting, leaves -1/+1 with a coefficient per round; logistic: "
+              "gradient boosting of the log-loss, Newton leaves, calibrated probabilities (predict --proba)",
+              choices=("exponential", "logistic")),
+        Param("learning_rate", float, 0.1, LEARNING_RATE.help, low=0.0, high=1.0, low_open=True,
+              when=("loss", "logistic")),
+        *ROW_WEIGHTS,
+    )
+
+    @classmethod
+    def check_params(cls, params: dict, given) -> None:
+        if params["loss"] == "logistic":
+            bad = [flag for name, flag in (("search", "--search sample"), ("train_domain", "--train-domain"),
+                                           ("entity_balanced", "--entity-balanced"))
+                   if given.get(name) not in (None, False, "histogram")]
+            if bad:
+                raise ValueError(f"{bad[0]} applies to adaboost's exponential loss only (not --loss logistic)")
+            if given.get("split_gain") == "error":
+                raise ValueError("--split-gain error is for trees of -1/+1 leaves: --loss logistic grows trees by "
+                                 "the Newton gain")
+
+    def setup(self, data, proto, seed: int = 0) -> None:
+        if self.params["loss"] != "logistic":
+            return super().setup(data, proto, seed)
+        from .newton import NewtonBoost
+
+        self.check_data(data)
+        self.data, self.proto, self.seed = data, proto, int(seed)
+        self.newton = NewtonBoost(data, proto, self.params, 1)
+        self.model = self.new_model(data, output="sign", link="logistic")
 
     def select(self, t: int) -> Optional[Hypothesis]:
+        if self.params["loss"] == "logistic":
+            return self.newton.select(t)
         stump, err, metrics = self.choose_and_rate(t)
         if err >= 0.5:
             return None  # no weak learner edge left: stop
@@ -37,6 +72,10 @@ class AdaBoost(Reweighting):
         return Hypothesis(stump, alpha, metrics)
 
     def apply(self, h: Hypothesis) -> dict:
+        if self.params["loss"] == "logistic":
+            errors = self.newton.apply(h)
+            self.model.append(h.stump, h.coef)
+            return {"train_errors": errors}
         alpha = h.coef
         right, wrong = self.masses(h.stump)
         down, up = math.exp(-alpha), math.exp(alpha)

@@ -213,6 +213,10 @@ class Algorithm(ABC):
     multi_stump_rounds: ClassVar[bool] = False
     needs_rounds: ClassVar[bool] = False
     vote: ClassVar[str] = "weighted"
+    # Capabilities: the weak learners it boosts (``stump``, ``tree``) and the losses it minimizes
+    # (``exponential`` the papers' AdaBoost-style reweighting; ``logistic`` Newton steps on the log-loss).
+    weak_learners: ClassVar[tuple] = ("stump",)
+    losses: ClassVar[tuple] = ("exponential",)
     parameters: ClassVar[tuple] = ()
     stop_message: ClassVar[str] = "no weak edge left (weighted error >= 1/2)"
     # The validation rows (a Shard binned with the training edges), set by the driver before setup, or None.
@@ -258,6 +262,7 @@ class Algorithm(ABC):
     def resolve(cls, given: Mapping) -> dict:
         """Every declared parameter: the given value, checked, or the default."""
         names = [p.name for p in cls.parameters]
+        given = cls._legacy(given)
         unknown = sorted(set(given) - set(names))
         if unknown:
             raise ValueError(
@@ -275,6 +280,19 @@ class Algorithm(ABC):
                 )
         cls.check_params(out, given)
         return out
+
+    @classmethod
+    def _legacy(cls, given: Mapping) -> Mapping:
+        """Older spellings rewritten: ``weak_learner`` histogram/sample is a stump with that ``search``."""
+        wl = given.get("weak_learner")
+        if wl in ("histogram", "sample") and cls.has("search"):
+            search = given.get("search")
+            if search is not None and search != wl:
+                raise ValueError(f"--weak-learner {wl} (a stump found by --search {wl}) contradicts --search {search}")
+            return {**given, "weak_learner": "stump", "search": wl}
+        if wl == "histogram" and not cls.has("search"):
+            return {**given, "weak_learner": "stump"}
+        return given
 
     @classmethod
     def check_params(cls, params: dict, given: Mapping) -> None:
@@ -354,6 +372,8 @@ def describe(cls: type) -> dict:
         "needs_raw": cls.needs_raw,
         "multi_stump_rounds": cls.multi_stump_rounds,
         "needs_rounds": cls.needs_rounds,
+        "weak_learners": list(cls.weak_learners),
+        "losses": list(cls.losses),
         "parameters": [
             {"name": p.name, "option": p.flag if p.cli else None, "type": p.type.__name__, "default": p.default,
              "range": p.range_text(), "help": p.help}
@@ -380,6 +400,16 @@ def check_declarations(classes: Sequence[type]) -> None:
         names = [p.name for p in cls.parameters]
         if len(set(names)) != len(names):
             raise TypeError(f"{cls.name}: a parameter is declared twice")
+        if not set(cls.weak_learners) <= {"stump", "tree"} or "stump" not in cls.weak_learners and \
+                "tree" not in cls.weak_learners:
+            raise TypeError(f"{cls.name}: weak_learners must name stump and/or tree")
+        offered = set(cls.declared("weak_learner").choices or ()) if "weak_learner" in names else {"stump"}
+        if ("tree" in cls.weak_learners) != ("tree" in offered) or ("tree" in offered) != ("max_leaves" in names):
+            raise TypeError(f"{cls.name}: weak_learners, the --weak-learner choices and the tree options disagree")
+        if not cls.losses or not set(cls.losses) <= {"exponential", "logistic"}:
+            raise TypeError(f"{cls.name}: losses must be a non-empty subset of exponential, logistic")
+        if (len(cls.losses) > 1) != ("loss" in names):
+            raise TypeError(f"{cls.name}: an algorithm of several losses declares a loss parameter")
         for p in cls.parameters:
             if not p.help:
                 raise TypeError(f"{cls.name}: parameter {p.name} needs a help line")

@@ -50,7 +50,7 @@ from .._ext import _exact, _multitask, _weights
 from ..weak.stump import StumpLearner
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
-from .params import SAMPLING
+from .params import SAMPLING_STUMP as SAMPLING
 
 _TASK_DRAW = 0x15A7  # RNG stream of the outer rounds' task draws
 # `--lambda auto`: the paper's experiments' grid; 0 is in it (method C: the tasks alone)
@@ -107,7 +107,7 @@ class ISMultitask(Algorithm):
         if v is not None and int(v.n_domains) > self.J:
             raise ValueError(f"the validation rows hold {int(v.n_domains)} tasks (domains), the training rows {self.J}")
         task = np.asarray(data.domain, dtype=np.int64)
-        mode = self.params.get("weak_learner", "histogram")
+        mode = self.params.get("search", "histogram")
         # The learners never fit at the same time: one histogram buffer serves them all.
         hist = np.zeros((data.cols.shape[0], 256), dtype=np.int64) if mode == "histogram" else None
         self.counts = np.asarray(data.domain_counts, dtype=np.int64)  # every task's rows, over all ranks
@@ -307,7 +307,7 @@ class _Block:
         self.cols = data.cols if rows is None else np.ascontiguousarray(data.cols[:, rows])
         self.y = data.y if rows is None else np.ascontiguousarray(data.y[rows])
         self.labels = np.ones(self.n, dtype=np.int8)  # the step's pseudo-labels (the learner reads them)
-        self.learner = StumpLearner(params.get("weak_learner", "histogram"), proto, self.cols, self.labels,
+        self.learner = StumpLearner(params.get("search", "histogram"), proto, self.cols, self.labels,
                                     data.bins.n_bins, n_samples, start=data.start, hist=hist)
         self.F = np.zeros((J, self.n))  # F[j]: task j's ensemble on these rows
         self.a, self.b, self.weights = (np.zeros(self.n) for _ in range(3))  # a step's per-row costs

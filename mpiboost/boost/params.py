@@ -3,30 +3,44 @@ from __future__ import annotations
 
 from .base import Param
 
+# Before trees, --weak-learner named the search: histogram/sample stay accepted and mean a stump
+# found that way (Algorithm.resolve rewrites them).
+LEGACY_WEAK_LEARNERS = ("histogram", "sample")
 WEAK_LEARNER = Param(
-    "weak_learner", str, "histogram",
-    "stump search: histogram (exact, per (feature, bin) sums over all rows) or sample "
-    "(the best stump on N rows drawn in proportion to the weights)",
+    "weak_learner", str, "stump",
+    "the weak learner: stump (one split) or tree (a histogram tree grown leaf-wise, see --max-leaves); "
+    "histogram and sample, the older spellings, mean a stump with that --search",
+    choices=("stump", "tree", *LEGACY_WEAK_LEARNERS),
+)
+WEAK_LEARNER_STUMP = Param(
+    "weak_learner", str, "stump", "the weak learner: stump only (histogram, the older spelling, means the same)",
+    choices=("stump", "histogram"),
+)
+SEARCH = Param(
+    "search", str, "histogram",
+    "how the weak learner is found: histogram (exact, per (feature, bin) sums over all rows) or sample "
+    "(the best one on N rows drawn in proportion to the weights, the SmoothBoost paper's protocol)",
     choices=("histogram", "sample"),
 )
-WEAK_LEARNER_EXACT = Param(
-    "weak_learner", str, "histogram", "stump search: exact histograms only", choices=("histogram",),
+SEARCH_EXACT = Param(
+    "search", str, "histogram", "how the weak learner is found: exact histograms only", choices=("histogram",),
 )
+WEAK_LEARNER_EXACT = WEAK_LEARNER_STUMP  # the stump-only algorithms (exact search)
 BETA = Param(
     "beta", float, 0.2, "weak learner slack beta: sets the sample size N of sample mode",
     low=0.0, high=1.0, low_open=True, high_open=True,
 )
 BETA_SAMPLE = Param(
     "beta", float, 0.2, "sample mode: weak learner slack beta, which sets the sample size N",
-    low=0.0, high=1.0, low_open=True, high_open=True, when=("weak_learner", "sample"),
+    low=0.0, high=1.0, low_open=True, high_open=True, when=("search", "sample"),
 )
 N_SAMPLES = Param(
     "n_samples", int, 0, "sample mode: rows drawn per round (0: N = factor (d / beta^2) ln(1 / beta))",
-    low=0, high=10**7, option="--samples", metavar="N", when=("weak_learner", "sample"),
+    low=0, high=10**7, option="--samples", metavar="N", when=("search", "sample"),
 )
 SAMPLE_FACTOR = Param(
     "sample_factor", float, 1.0, "sample mode: the factor of N = factor (d / beta^2) ln(1 / beta)",
-    low=0.0, low_open=True, high=1000.0, when=("weak_learner", "sample"),
+    low=0.0, low_open=True, high=1000.0, when=("search", "sample"),
 )
 TRAIN_DOMAIN = Param(
     "train_domain", str, None,
@@ -40,5 +54,38 @@ ENTITY_BALANCED = Param(
     rank_dependent=True,
 )
 
-SAMPLING = (WEAK_LEARNER, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR)
+_TREE = ("weak_learner", "tree")
+MAX_LEAVES = Param("max_leaves", int, 31, "trees: most leaves, grown best-first (leaf-wise, as LightGBM)",
+                   low=2, high=4096, when=_TREE, metavar="L")
+MAX_DEPTH = Param("max_depth", int, 0, "trees: most levels below the root (0: no limit)", low=0, high=64,
+                  when=_TREE, metavar="D")
+MIN_DATA_IN_LEAF = Param("min_data_in_leaf", int, 20, "trees: fewest rows in a leaf", low=0, high=10**9,
+                         when=_TREE, metavar="N")
+MIN_CHILD_WEIGHT = Param("min_child_weight", float, 1e-3,
+                         "trees: least hessian in a leaf (weights scaled to a mean of 1 per row for the "
+                         "classifier trees)", low=0.0, high=1e12, when=_TREE)
+L2 = Param("l2", float, 0.0, "trees: L2 penalty of the leaf values (the Newton step -G/(H + l2))", low=0.0,
+           high=1e12, when=_TREE)
+SPLIT_GAIN = Param("split_gain", str, "newton",
+                   "trees of sign leaves: the split gain, newton (the exponential loss's second-order gain, "
+                   "S^2/W per side: weighted Gini) or error (the drop of the weighted error; two leaves are then "
+                   "the stump, bit for bit)", choices=("newton", "error"), when=_TREE)
+EXCHANGE = Param("exchange", str, "center",
+                 "trees: how the ranks' histograms are summed: center (reduced to rank 0, which picks the "
+                 "splits) or reduce-scatter (each rank sums and scans a block of features, LightGBM's "
+                 "data-parallel exchange; the same tree)", choices=("center", "reduce-scatter"),
+                 option="--tree-exchange", when=_TREE)
+TREE = (MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2, SPLIT_GAIN, EXCHANGE)
+TREE_NEWTON = (MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2, EXCHANGE)
+LEARNING_RATE = Param("learning_rate", float, 0.1, "shrinkage of each tree's Newton step (LightGBM's default)",
+                      low=0.0, high=1.0, low_open=True)
+
+WEAK_LEARNER_STUMP_SEARCH = Param(
+    "weak_learner", str, "stump",
+    "the weak learner: stump only (histogram and sample, the older spellings, mean a stump with that --search)",
+    choices=("stump", *LEGACY_WEAK_LEARNERS),
+)
+
+SAMPLING = (WEAK_LEARNER, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR, *TREE)
+SAMPLING_STUMP = (WEAK_LEARNER_STUMP_SEARCH, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR)
 ROW_WEIGHTS = (TRAIN_DOMAIN, ENTITY_BALANCED)

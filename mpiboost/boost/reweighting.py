@@ -57,14 +57,20 @@ class Reweighting(Algorithm):
     def make_learner(self, data, proto: Protocol):
         """The weak learner (binary stumps; SAMME overrides it with class stumps)."""
         self.margin = np.zeros(data.n_local)
+        if self.params.get("weak_learner") == "tree":
+            from ..weak.tree import SignTreeLearner, TreeSpec
+
+            return SignTreeLearner(TreeSpec.from_params(self.params), proto, data.cols, data.y, data.bins.n_bins,
+                                   data.n_global, search=self.params.get("search", "histogram"),
+                                   n_samples=self.sample_size(data), start=data.start)
         return StumpLearner(
-            self.params.get("weak_learner", "histogram"), proto, data.cols, data.y, data.bins.n_bins,
+            self.params.get("search", "histogram"), proto, data.cols, data.y, data.bins.n_bins,
             self.sample_size(data), start=data.start,
         )
 
     def sample_size(self, data) -> int:
         """N of sample mode: the given number, or the paper's size from d and beta."""
-        if self.params.get("weak_learner") != "sample":
+        if self.params.get("search") != "sample":
             return 0
         if self.params.get("n_samples"):
             from ..weak.stump import MIN_SAMPLES

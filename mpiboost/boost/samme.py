@@ -24,7 +24,7 @@ import numpy as np
 from ..weak.class_stump import SPLITS, ClassStumpLearner
 from .adaboost import ERROR_CLIP
 from .base import Hypothesis, Param
-from .params import ROW_WEIGHTS, SAMPLING
+from .params import ROW_WEIGHTS, SAMPLING_STUMP as SAMPLING
 from .reweighting import Reweighting
 
 MAX_EXP = 709.0  # math.exp(x) is finite up to about 709.78
@@ -56,7 +56,7 @@ class SAMME(Reweighting):
         self.K = int(data.n_classes)
         self.margin = np.zeros((data.n_local, self.K))  # per-class scores of the ensemble
         return ClassStumpLearner(
-            self.params["weak_learner"], proto, data.cols, data.y, self.K, data.bins.n_bins,
+            self.params["search"], proto, data.cols, data.y, self.K, data.bins.n_bins,
             self.sample_size(data), start=data.start, split=self.params["split"],
         )
 

@@ -42,7 +42,7 @@ import numpy as np
 
 from .base import Hypothesis, Param
 from .cells import CellWeights, project
-from .params import BETA, ENTITY_BALANCED, N_SAMPLES, SAMPLE_FACTOR, TRAIN_DOMAIN, WEAK_LEARNER
+from .params import BETA, ENTITY_BALANCED, N_SAMPLES, SAMPLE_FACTOR, SEARCH, TRAIN_DOMAIN, TREE, WEAK_LEARNER
 from .reweighting import Reweighting
 
 
@@ -64,8 +64,10 @@ class SmoothBoost(Reweighting):
     summary = "SmoothBoost: weights projected onto epsilon-smooth distributions, tolerant of label noise"
     tasks = ("binary", "multi-domain")
     vote = "majority"
+    weak_learners = ("stump", "tree")
     parameters = (
         WEAK_LEARNER,
+        SEARCH,
         Param("epsilon", float, 0.2,
               "smoothness: no row holds more than 1/(epsilon n) of the weight; auto: the best of "
               f"{', '.join(map(str, EPSILON_GRID))} on validation data (--valid or --valid-fraction; the rounds "
@@ -84,6 +86,7 @@ class SmoothBoost(Reweighting):
               low=1, cli=False),
         N_SAMPLES,
         SAMPLE_FACTOR,
+        *TREE,
         TRAIN_DOMAIN,
         ENTITY_BALANCED,
     )
@@ -120,6 +123,8 @@ class SmoothBoost(Reweighting):
     def choose(self, t: int):
         if self.cells is None:
             return super().choose(t)
+        if not hasattr(self.learner, "units"):  # a tree learner takes the rows' weights
+            return self.learner.fit(self.cells.row_weights(), self.rng(t))
         units = self.learner.units
         if self.learner.mode == "sample":
             total = self.cells.fill_cumsum(units)

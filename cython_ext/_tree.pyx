@@ -1,0 +1,282 @@
+"""Histogram trees: per-node histograms, the split scan, row partitioning and
+tree prediction.
+
+Histograms are "packed": feature j owns the slots ``off[j] .. off[j+1]-1``,
+one per value bin and a last one for missing values (bin 255), so only bins a
+row can fall in take memory and travel. Every slot holds ``C`` int64 channels:
+``K`` gradient sums, ``K`` hessian sums and a row count
+(``C = 2 K + 1``). Entries are fixed-point integers, so the sum over threads,
+rows and ranks is exact and does not depend on their order: the same split is
+found for any number of ranks.
+
+A node's rows are a range ``rows[lo:hi]`` of one index array that is
+partitioned in place (stably, so each range stays sorted and the column reads
+stay close to sequential); no row list is copied per level.
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.math cimport ldexp, llrint, fabs
+
+from _superacc cimport mb_get_max_threads
+from _typedefs cimport bin_t, fixed_t, idx_t, MISSING_BIN
+
+cnp.import_array()
+
+ctypedef cnp.npy_int32 node_t
+
+cdef enum:
+    GAIN_NEWTON = 0
+    GAIN_ERROR = 1
+
+
+def packed_offsets(const long long[::1] n_bins):
+    """``off`` of length d + 1: feature j's slots are ``off[j] .. off[j] + n_bins[j]`` (the last: missing)."""
+    cdef idx_t d = n_bins.shape[0], j
+    out = np.zeros(d + 1, dtype=np.int64)
+    cdef long long[::1] o = out
+    for j in range(d):
+        o[j + 1] = o[j] + n_bins[j] + 1
+    return out
+
+
+def to_units(const double[::1] v, int shift, fixed_t[:, ::1] out, idx_t channel, bint at_least_one=False):
+    """``out[i, channel] = round(v[i] * 2**shift)`` (ties to even); with ``at_least_one`` a
+    positive value never rounds to 0 (a tiny hessian still counts). |v| * 2**shift must be < 2**62."""
+    cdef idx_t n = v.shape[0], i
+    cdef fixed_t u
+    if out.shape[0] != n or not 0 <= channel < out.shape[1]:
+        raise ValueError("shape mismatch")
+    with nogil:
+        for i in range(n):
+            u = <fixed_t> llrint(ldexp(v[i], shift))
+            if at_least_one and u == 0 and v[i] > 0:
+                u = 1
+            out[i, channel] = u
+
+
+def node_histogram(const bin_t[:, ::1] XT, const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi,
+                   const long long[::1] off, fixed_t[:, ::1] hist):
+    """``hist[off[j] + b, c] = sum of gh[i, c]`` over the rows ``i = rows[lo:hi]`` with bin b of feature j
+    (the missing bin in the last slot); every slot is overwritten. Threads split the features."""
+    cdef idx_t d = XT.shape[0], C = gh.shape[1], j, r, i, c, nb, s, base, nt
+    cdef const fixed_t* g
+    cdef fixed_t* h
+    cdef bin_t b
+    if off.shape[0] != d + 1 or hist.shape[0] != off[d] or hist.shape[1] != C or gh.shape[0] != XT.shape[1]:
+        raise ValueError("shape mismatch")
+    if not 0 <= lo <= hi <= rows.shape[0]:
+        raise ValueError("row range out of bounds")
+    nt = max(1, min(mb_get_max_threads(), d, (hi - lo) * d // 65536))
+    for j in prange(d, nogil=True, schedule="static", num_threads=nt):
+        base = off[j]
+        nb = off[j + 1] - base - 1
+        for s in range(base, off[j + 1]):
+            for c in range(C):
+                hist[s, c] = 0
+        for r in range(lo, hi):
+            i = rows[r]
+            b = XT[j, i]
+            s = base + (nb if b == MISSING_BIN else b)
+            g = &gh[i, 0]
+            h = &hist[s, 0]
+            for c in range(C):
+                h[c] = h[c] + g[c]
+
+
+def subtract(const fixed_t[:, ::1] parent, const fixed_t[:, ::1] child, fixed_t[:, ::1] out):
+    """``out = parent - child`` (the sibling's histogram)."""
+    cdef idx_t P = parent.shape[0], C = parent.shape[1], s, c
+    if child.shape[0] != P or out.shape[0] != P or child.shape[1] != C or out.shape[1] != C:
+        raise ValueError("shape mismatch")
+    with nogil:
+        for s in range(P):
+            for c in range(C):
+                out[s, c] = parent[s, c] - child[s, c]
+
+
+cdef inline double _term(double G, double H, double l2) noexcept nogil:
+    if H + l2 <= 0:
+        return 0.0
+    return G * G / (H + l2)
+
+
+def best_split(const fixed_t[:, ::1] hist, const long long[::1] off, int K, double g_scale, double h_scale,
+               double l2, long long min_data, double min_hess, int criterion, idx_t f_lo=0, idx_t f_hi=-1):
+    """The best split of a node from its packed histogram, over features ``f_lo .. f_hi - 1``.
+
+    A candidate "bin <= b goes left", missing values left or right, leaves at
+    least ``min_data`` rows and ``min_hess`` hessian (summed over the K
+    channels) on each side. Its gain is, for ``criterion`` 0 (Newton),
+    ``sum_k GL^2/(HL+l2) + GR^2/(HR+l2) - G^2/(H+l2)`` with G, H the channel
+    sums times ``g_scale``, ``h_scale``; for 1 (error, K = 1), the drop of the
+    weighted error of sign leaves, ``|GL| + |GR| - |G|`` in units. Candidates
+    are scanned by feature, threshold, missing right before left; a later one
+    wins only with a strictly larger gain, so ties go to the lowest feature,
+    then bin, then missing right. Only a gain > 0 counts.
+
+    Returns
+    -------
+    (gain, feature, bin, missing_left)
+        ``feature == -1``: no split.
+    """
+    cdef idx_t d = off.shape[0] - 1, C = hist.shape[1], j, b, nb, base, k, s
+    cdef int ml, bf = -1, bb = 0, bml = 0
+    cdef double best = 0.0, gain, parent = 0.0, HL, HR
+    cdef long long NL, NR, N, NM
+    cdef fixed_t eG, eL, eR
+    if f_hi < 0:
+        f_hi = d
+    if C != 2 * K + 1 or hist.shape[0] != off[d] or K < 1 or (criterion == GAIN_ERROR and K != 1):
+        raise ValueError("shape mismatch")
+    if d == 0 or f_lo >= f_hi:
+        return 0.0, -1, 0, False
+    tot_np = np.zeros(C, dtype=np.int64)
+    left_np = np.zeros(C, dtype=np.int64)
+    cdef fixed_t[::1] tot = tot_np
+    cdef fixed_t[::1] L = left_np
+    # every row falls in exactly one slot of each feature: feature f_lo's slots sum to the
+    # node's totals (under reduce-scatter a rank holds only its block of features)
+    for s in range(off[f_lo], off[f_lo + 1]):
+        for k in range(C):
+            tot[k] += hist[s, k]
+    N = tot[2 * K]
+    if criterion == GAIN_NEWTON:
+        for k in range(K):
+            parent += _term(tot[k] * g_scale, tot[K + k] * h_scale, l2)
+    with nogil:
+        for j in range(f_lo, f_hi):
+            base = off[j]
+            nb = off[j + 1] - base - 1
+            NM = hist[base + nb, 2 * K]
+            for k in range(C):
+                L[k] = 0
+            for b in range(nb):
+                for k in range(C):
+                    L[k] += hist[base + b, k]
+                for ml in range(2):
+                    if ml == 1 and NM == 0:
+                        continue  # the same partition as missing right
+                    NL = L[2 * K] + (NM if ml else 0)
+                    NR = N - NL
+                    if NL == 0 or NR == 0 or NL < min_data or NR < min_data:
+                        continue
+                    HL = 0.0
+                    HR = 0.0
+                    for k in range(K):
+                        eL = L[K + k] + (hist[base + nb, K + k] if ml else 0)
+                        HL += eL * h_scale
+                        HR += (tot[K + k] - eL) * h_scale
+                    if HL < min_hess or HR < min_hess:
+                        continue
+                    if criterion == GAIN_ERROR:
+                        eL = L[0] + (hist[base + nb, 0] if ml else 0)
+                        eR = tot[0] - eL
+                        eG = tot[0]
+                        gain = <double> ((eL if eL >= 0 else -eL) + (eR if eR >= 0 else -eR)
+                                         - (eG if eG >= 0 else -eG))
+                    else:
+                        gain = -parent
+                        for k in range(K):
+                            eL = L[k] + (hist[base + nb, k] if ml else 0)
+                            HL = (L[K + k] + (hist[base + nb, K + k] if ml else 0)) * h_scale
+                            HR = (tot[K + k] * h_scale) - HL
+                            gain = gain + _term(eL * g_scale, HL, l2) + _term((tot[k] - eL) * g_scale, HR, l2)
+                    if gain > best:
+                        best = gain
+                        bf = <int> j
+                        bb = <int> b
+                        bml = ml
+    return best, bf, bb, bool(bml)
+
+
+def node_sums(const fixed_t[:, ::1] hist, const long long[::1] off):
+    """The node's channel totals (the slots of feature 0), int64 of length C."""
+    cdef idx_t C = hist.shape[1], s, k
+    out = np.zeros(C, dtype=np.int64)
+    cdef fixed_t[::1] o = out
+    if off.shape[0] < 2:
+        raise ValueError("no features")
+    for s in range(off[0], off[1]):
+        for k in range(C):
+            o[k] += hist[s, k]
+    return out
+
+
+def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int feature, int bin,
+              bint missing_left, idx_t[::1] scratch):
+    """Stable in-place partition of ``rows[lo:hi]``: rows going left (``bin(x_f) <= bin``, missing
+    left iff ``missing_left``) first. Returns the first right position. ``scratch``: >= hi - lo entries."""
+    cdef idx_t r, i, a = lo, m = 0
+    cdef bin_t b
+    cdef bint go_left
+    if not 0 <= lo <= hi <= rows.shape[0] or scratch.shape[0] < hi - lo or not 0 <= feature < XT.shape[0]:
+        raise ValueError("out of bounds")
+    with nogil:
+        for r in range(lo, hi):
+            i = rows[r]
+            b = XT[feature, i]
+            if b == MISSING_BIN:
+                go_left = missing_left
+            else:
+                go_left = b <= bin
+            if go_left:
+                rows[a] = i
+                a += 1
+            else:
+                scratch[m] = i
+                m += 1
+        for r in range(m):
+            rows[a + r] = scratch[r]
+    return a
+
+
+cdef inline node_t _leaf_of(const bin_t[:, ::1] XT, idx_t i, const node_t* feat, const node_t* bins,
+                            const unsigned char* ml, const node_t* lc, const node_t* rc) noexcept nogil:
+    cdef node_t node = 0
+    cdef bin_t b
+    cdef bint go_left
+    while feat[node] >= 0:
+        b = XT[feat[node], i]
+        if b == MISSING_BIN:
+            go_left = ml[node] != 0
+        else:
+            go_left = b <= bins[node]
+        if go_left:
+            node = lc[node]
+        else:
+            node = rc[node]
+    return node
+
+
+def tree_leaves(const bin_t[:, ::1] XT, const node_t[::1] feature, const node_t[::1] bin,
+                const unsigned char[::1] missing_left, const node_t[::1] left, const node_t[::1] right,
+                node_t[::1] out):
+    """The leaf (node id) of every row of feature-major bins ``XT`` in one tree (node 0 the root;
+    ``feature < 0`` a leaf). The arrays are trusted (checked by the model loader)."""
+    cdef idx_t n = XT.shape[1], i
+    if out.shape[0] != n or feature.shape[0] < 1:
+        raise ValueError("shape mismatch")
+    with nogil:
+        for i in prange(n, schedule="static"):
+            out[i] = _leaf_of(XT, i, &feature[0], &bin[0], &missing_left[0], &left[0], &right[0])
+
+
+def add_trees(const bin_t[:, ::1] XT, const node_t[::1] feature, const node_t[::1] bin,
+              const unsigned char[::1] missing_left, const node_t[::1] left, const node_t[::1] right,
+              const double[:, ::1] value, const long long[::1] start, const double[::1] coef, double[:, ::1] out):
+    """``out[i, :] += coef[t] * value[leaf_t(i), :]`` for trees t in order (tree t's nodes are
+    ``start[t] .. start[t+1]-1``, children numbered within the tree). Rows in parallel; each row
+    adds its trees in order, so the scores do not depend on the threads."""
+    cdef idx_t n = XT.shape[1], V = value.shape[1], T = coef.shape[0], i, t, v
+    cdef long long s
+    cdef node_t leaf
+    if out.shape[0] != n or out.shape[1] != V or start.shape[0] != T + 1:
+        raise ValueError("shape mismatch")
+    with nogil:
+        for i in prange(n, schedule="static"):
+            for t in range(T):
+                s = start[t]
+                leaf = _leaf_of(XT, i, &feature[s], &bin[s], &missing_left[s], &left[s], &right[s])
+                for v in range(V):
+                    out[i, v] = out[i, v] + coef[t] * value[s + leaf, v]

@@ -1,0 +1,133 @@
+"""Newton boosting of the logistic loss: binary (``--algo adaboost --loss logistic``) and softmax.
+
+Gradient boosting as LightGBM and XGBoost do it, over the protocol: each
+round every row's gradient ``g`` and hessian ``h`` of the loss at the current
+scores are rounded to fixed-point units (:func:`mpiboost.weak.tree.gh_shift`),
+a tree is grown on their exact sums (:class:`~mpiboost.weak.tree.TreeGrower`),
+and each leaf moves the scores of its rows by the Newton step
+``-learning_rate * G / (H + l2)``.
+
+* binary: ``F`` one score per row, ``p = sigmoid(F)``, ``g = p - [y = +1]``,
+  ``h = p (1 - p)``; the scores start at the log-odds of the global class
+  counts (LightGBM's ``boost_from_average``), added to the first tree's leaves
+  so the model is its trees alone;
+* softmax: K scores per row, ``p = softmax(F)``, ``g_k = p_k - [y = k]``,
+  ``h_k = K / (K - 1) p_k (1 - p_k)`` (LightGBM's scaling); one tree per round
+  whose leaves hold K values (one histogram pass carries every class's
+  gradients and hessians); the scores start at the log class frequencies.
+
+With ``--weak-learner stump`` the tree has two leaves (a Newton stump). Every
+row's arithmetic is its own (exp of its own scores), so the model is the same
+on any number of ranks.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from .._ext import _tree
+from ..weak.tree import TreeGrower, TreeSpec, gh_shift
+from .base import Hypothesis
+
+MIN_FRACTION = 1e-15  # a class absent from the training rows starts at log(1e-15), not -inf
+
+
+class NewtonBoost:
+    """The state and rounds of Newton boosting for one algorithm (``K`` = 1 binary, else classes).
+
+    Parameters
+    ----------
+    data, proto
+        This rank's :class:`~mpiboost.data.load.Shard` and the protocol.
+    params
+        The algorithm's resolved parameters (tree options, ``learning_rate``).
+    K
+        1 for the binary logistic loss (labels -1/+1), the number of classes for softmax.
+    """
+
+    def __init__(self, data, proto, params: dict, K: int) -> None:
+        self.data, self.proto, self.K = data, proto, int(K)
+        self.lr = float(params["learning_rate"])
+        spec = TreeSpec.from_params(params)
+        if params.get("weak_learner", "tree") != "tree":
+            spec = TreeSpec(**{**spec.__dict__, "max_leaves": 2})  # a Newton stump
+        self.spec = spec
+        self.grower = TreeGrower(spec, proto, data.cols, data.bins.n_bins)
+        n = data.n_local
+        self.F = np.zeros((n, self.K))
+        self.shift = gh_shift(data.n_global)
+        self.scale = math.ldexp(1.0, -self.shift)
+        self.gh = np.zeros((n, 2 * self.K + 1), dtype=np.int64)
+        self.gh[:, 2 * self.K] = 1
+        if self.K == 1:
+            self.target = (data.y > 0).astype(np.float64)[:, None]
+        else:
+            self.target = np.zeros((n, self.K))
+            self.target[np.arange(n), np.asarray(data.y, dtype=np.int64)] = 1.0
+        counts = proto.reduce_counts(self.target.sum(axis=0).astype(np.int64))
+        total = max(int(data.n_global), 1)
+        if self.K == 1:
+            pos = min(max(int(counts[0]) / total, MIN_FRACTION), 1.0 - MIN_FRACTION)
+            self.init = np.array([math.log(pos / (1.0 - pos))])
+        else:
+            self.init = np.array([math.log(max(int(c) / total, MIN_FRACTION)) for c in counts])
+        self._cache = None  # (tree, each local row's leaf) of the tree last grown
+        self.started = False  # a tree (holding the start in its leaves) was added
+
+    def gradients(self) -> None:
+        """Fill ``gh`` with the units of every row's gradients and hessians at ``F`` (+ the start)."""
+        F = self.F if self.started else self.F + self.init  # the start is in the first tree's leaves
+        if self.K == 1:
+            p = 0.5 * (1.0 + np.tanh(0.5 * F[:, 0]))  # sigmoid, no overflow
+            g = p - self.target[:, 0]
+            h = p * (1.0 - p)
+            _tree.to_units(np.ascontiguousarray(g), self.shift, self.gh, 0)
+            _tree.to_units(np.ascontiguousarray(h), self.shift, self.gh, 1, True)
+            return
+        z = F - F.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        p = e / e.sum(axis=1, keepdims=True)
+        factor = self.K / (self.K - 1.0)
+        for k in range(self.K):
+            _tree.to_units(np.ascontiguousarray(p[:, k] - self.target[:, k]), self.shift, self.gh, k)
+            _tree.to_units(np.ascontiguousarray(factor * p[:, k] * (1.0 - p[:, k])), self.shift, self.gh,
+                           self.K + k, True)
+
+    def select(self, t: int) -> Optional[Hypothesis]:
+        """Round t's tree; None when it cannot split (after the first round)."""
+        first = not self.started
+        self.gradients()
+        K, lr, l2, sc = self.K, self.lr, float(self.spec.l2), self.scale
+        init = self.init if first else np.zeros(K)
+
+        def leaf_value(sums: np.ndarray) -> np.ndarray:
+            G = sums[:K] * sc
+            H = sums[K:2 * K] * sc
+            step = np.where(H + l2 > 0, -G / np.where(H + l2 > 0, H + l2, 1.0), 0.0)
+            return init + lr * step
+
+        tree, leaf = self.grower.grow(self.gh, K, sc, sc, leaf_value, "real")
+        if tree.n_leaves < 2 and not first:
+            return None
+        self._cache = (tree, leaf)
+        metrics = {"leaves": tree.n_leaves, "bytes_tree": self.grower.bytes_per_tree[-1]}
+        return Hypothesis(tree, 1.0, metrics)
+
+    def apply(self, h: Hypothesis) -> int:
+        """Add the tree to the scores; the global count of training rows now misclassified."""
+        tree = h.stump
+        if self._cache is not None and self._cache[0] is tree:
+            leaf = self._cache[1]
+        else:
+            leaf = tree.leaves(self.data.cols)  # a replayed round (resume)
+        self.F += tree.value[leaf] * h.coef
+        self.started = True
+        if self.K == 1:
+            wrong = np.count_nonzero(np.where(self.F[:, 0] >= 0, 1, -1) != self.data.y)
+        else:
+            from ..model import index_of_scores
+
+            wrong = np.count_nonzero(index_of_scores(np.ascontiguousarray(self.F)) != self.data.y)
+        return int(self.proto.reduce_counts(np.array([wrong]))[0])

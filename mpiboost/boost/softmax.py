@@ -1,0 +1,53 @@
+"""Softmax boosting: multiclass gradient boosting with vector leaves (beside SAMME).
+
+The multinomial log-loss of K class scores per row, minimized by Newton
+steps (:mod:`.newton`): each round one tree whose leaves hold K values, grown
+on one histogram pass of every class's gradients and hessians (the split gain
+sums the K classes' Newton gains). LightGBM and XGBoost grow K trees per round
+instead, one per class; a vector-leaf tree costs one pass and one exchange of
+histograms per round. Output ``argmax_k F_k(x)``, probabilities
+``softmax(F(x))`` (``predict --proba``).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from .base import Algorithm, Hypothesis, Param
+from .params import LEARNING_RATE, TREE_NEWTON
+
+WEAK = Param("weak_learner", str, "tree",
+             "the weak learner: tree (vector leaves, see --max-leaves) or stump (one split, K values per side)",
+             choices=("tree", "stump"))
+
+
+class Softmax(Algorithm):
+    name = "softmax"
+    summary = "softmax boosting: multiclass gradient boosting of the log-loss, one tree of K-value leaves per round"
+    tasks = ("binary", "multiclass", "multi-domain")
+    labels = "index"
+    vote = "weighted"
+    weak_learners = ("stump", "tree")
+    losses = ("logistic",)
+    stop_message = "no split left that lowers the loss"
+    parameters = (WEAK, *(p if p.when is None else Param(**{**p.__dict__, "when": ("weak_learner", "tree")})
+                          for p in TREE_NEWTON), LEARNING_RATE)
+
+    def check_data(self, data) -> None:
+        if data.n_classes < 2:
+            raise ValueError("softmax needs at least two classes")
+
+    def setup(self, data, proto, seed: int = 0) -> None:
+        from .newton import NewtonBoost
+
+        self.check_data(data)
+        self.data, self.proto, self.seed = data, proto, int(seed)
+        self.newton = NewtonBoost(data, proto, self.params, int(data.n_classes))
+        self.model = self.new_model(data, output="argmax", link="softmax")
+
+    def select(self, t: int) -> Optional[Hypothesis]:
+        return self.newton.select(t)
+
+    def apply(self, h: Hypothesis) -> dict:
+        errors = self.newton.apply(h)
+        self.model.append(h.stump, h.coef)
+        return {"train_errors": errors}

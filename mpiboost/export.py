@@ -1,0 +1,137 @@
+"""A model in LightGBM's text model format, for serving it with LightGBM, treelite or ONNX converters.
+
+Every ensemble member becomes one LightGBM tree per class (a stump: two
+leaves; a constant stump: one leaf; a tree: the same tree), with the vote
+coefficient folded into the leaf values, so LightGBM's raw score
+(``Booster.predict(X, raw_score=True)``) is mpiboost's score, missing values
+included: each split tests ``x <= threshold`` with the bin edge as threshold
+and sends NaN the way the stump or tree sends the missing bin (LightGBM's
+missing type NaN). A class stump of an ``argmax`` model adds its coefficient
+to one class on each side: class k's tree holds ``coef`` where the side
+predicts k and 0 elsewhere.
+
+The objective line says how LightGBM turns raw scores into probabilities:
+``binary sigmoid:1`` for the logistic loss (the model's own probabilities),
+``binary sigmoid:2`` for AdaBoost's exponential loss (whose score estimates
+half the log-odds), ``multiclass`` (softmax) for class models. Models that
+weigh members per row (MultiBoost's Q-ensembles, one ensemble per task) have
+no LightGBM equivalent and are refused.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .errors import InputError
+
+
+def _num(x: float) -> str:
+    """Shortest round-trip decimal of a double (what LightGBM parses back to the same bits).
+
+    The last value bin's rule "bin <= last" has threshold +inf: written as the largest double
+    (every finite value goes left, as in mpiboost)."""
+    x = float(x)
+    if x == float("inf"):
+        return "1.7976931348623157e+308"
+    return repr(x)
+
+
+def _name(s: str, j: int) -> str:
+    s = re.sub(r"\s+", "_", str(s)) or f"Column_{j}"
+    return s
+
+
+def _lgb_tree(index: int, feature, thresholds, decision, left_child, right_child, leaf_values,
+              leaf_count=None, leaf_weight=None, gains=None) -> str:
+    n_leaves = len(leaf_values)
+    lines = [f"Tree={index}", f"num_leaves={n_leaves}", "num_cat=0"]
+    if n_leaves > 1:
+        lines += [
+            "split_feature=" + " ".join(str(int(f)) for f in feature),
+            "split_gain=" + " ".join(_num(g) for g in (gains if gains is not None else np.zeros(len(feature)))),
+            "threshold=" + " ".join(_num(t) for t in thresholds),
+            "decision_type=" + " ".join(str(int(t)) for t in decision),
+            "left_child=" + " ".join(str(int(c)) for c in left_child),
+            "right_child=" + " ".join(str(int(c)) for c in right_child),
+        ]
+    lines.append("leaf_value=" + " ".join(_num(v) for v in leaf_values))
+    if leaf_weight is not None:
+        lines.append("leaf_weight=" + " ".join(_num(v) for v in leaf_weight))
+    if leaf_count is not None:
+        lines.append("leaf_count=" + " ".join(str(int(v)) for v in leaf_count))
+    lines += ["is_linear=0", "shrinkage=1", "", ""]
+    return "\n".join(lines)
+
+
+def _decision(missing_left: bool) -> int:
+    # bit 1: default (missing) left; bits 2-3: missing type 2 (NaN)
+    return (2 << 2) | (2 if missing_left else 0)
+
+
+def _tree_parts(tree, bins, coef: float, k: int):
+    """One of our trees (class k's values) in LightGBM's numbering: internal nodes 0.., leaves ~0.."""
+    internal = [i for i in range(tree.n_nodes) if tree.feature[i] >= 0]
+    leaves = [i for i in range(tree.n_nodes) if tree.feature[i] < 0]
+    inum = {node: j for j, node in enumerate(internal)}
+    lnum = {node: j for j, node in enumerate(leaves)}
+
+    def ref(node: int) -> int:
+        return inum[node] if node in inum else ~lnum[node]
+
+    feature = [int(tree.feature[i]) for i in internal]
+    thresholds = [bins.threshold(int(tree.feature[i]), int(tree.bin[i])) for i in internal]
+    decision = [_decision(bool(tree.missing_left[i])) for i in internal]
+    lc = [ref(int(tree.left[i])) for i in internal]
+    rc = [ref(int(tree.right[i])) for i in internal]
+    values = [coef * float(tree.value[i, k]) for i in leaves]
+    count = [int(tree.count[i]) for i in leaves] if tree.count.any() else None
+    gains = [float(tree.gain[i]) for i in internal]
+    return feature, thresholds, decision, lc, rc, values, count, gains
+
+
+def to_lightgbm(model) -> str:
+    """The model as LightGBM's text model format (``lightgbm.Booster(model_file=...)`` reads it)."""
+    if model.domain_classifier is not None or model.vote == "task":
+        raise InputError(f"a {model.algorithm} model weighs its members per row ({model.vote} vote): LightGBM's "
+                         "format has no such ensembles; export it as JSON")
+    d = model.n_features
+    names = model.feature_names or [f"Column_{j}" for j in range(d)]
+    K = model.n_classes if model.output == "argmax" else 1
+    coef = model.vote_coefficients()
+    trees_text = []
+    for t in range(model.n_stumps):
+        for k in range(K):
+            index = t * K + k
+            if model.tree[t] >= 0:
+                parts = _tree_parts(model.trees[int(model.tree[t])], model.bins, float(coef[t]), k)
+                trees_text.append(_lgb_tree(index, *parts[:6], leaf_count=parts[6], gains=parts[7]))
+                continue
+            f, b, ml = int(model.feature[t]), int(model.bin[t]), bool(model.missing_left[t])
+            if K == 1:
+                lv, rv = coef[t] * model.left[t], coef[t] * model.right[t]
+            else:
+                lv, rv = coef[t] * (model.left[t] == k), coef[t] * (model.right[t] == k)
+            if f < 0:
+                trees_text.append(_lgb_tree(index, [], [], [], [], [], [float(lv)]))
+            else:
+                trees_text.append(_lgb_tree(index, [f], [model.bins.threshold(f, b)], [_decision(ml)], [-1], [-2],
+                                            [float(lv), float(rv)]))
+    if model.output == "argmax":
+        objective = f"multiclass num_class:{K}"
+    elif model.link == "logistic":
+        objective = "binary sigmoid:1"
+    elif model.vote == "weighted":
+        objective = "binary sigmoid:2"
+    else:
+        objective = "binary sigmoid:1"
+    infos = []
+    for e in model.bins.edges:
+        infos.append(f"[{_num(e[0])}:{_num(e[-1])}]" if len(e) else "none")
+    head = [
+        "tree", "version=v3", f"num_class={K}", f"num_tree_per_iteration={K}", "label_index=0",
+        f"max_feature_idx={d - 1}", f"objective={objective}",
+        "feature_names=" + " ".join(_name(s, j) for j, s in enumerate(names)),
+        "feature_infos=" + " ".join(infos), "", "",
+    ]
+    return "\n".join(head) + "".join(trees_text) + "end of trees\n\npandas_categorical:null\n"

@@ -1,0 +1,489 @@
+"""Histogram trees grown leaf-wise over the k-entity protocol.
+
+Every rank holds the rows of its block; a tree is grown as follows:
+
+1. each rank turns its rows' gradients and hessians into int64 fixed-point
+   units (``gh``, one row per data row: K gradient channels, K hessian
+   channels and a count) and builds the packed histogram of the root;
+2. the histograms are summed exactly over the ranks (to the center, or, with
+   ``exchange="reduce-scatter"``, each rank getting the sum of a block of
+   features); whoever holds a node's histogram scans it for the best split;
+3. the open leaf of largest gain (ties: the lowest node id) is split; the
+   split is broadcast, every rank partitions its rows of that leaf in place,
+   builds the histogram of the smaller child only, and the sibling's
+   histogram is the parent's minus the smaller child's;
+4. growth stops at ``max_leaves`` leaves, at ``max_depth``, or when no leaf
+   has a split of positive gain; the leaf values are computed from the exact
+   leaf sums and broadcast with the tree.
+
+Sums are integers and every choice is a deterministic function of them, so
+the tree does not depend on how the rows are spread over the ranks (empty
+ranks included). Two leaf kinds: ``sign`` leaves (+1 / -1, the classifier
+the boosting theory of AdaBoost and SmoothBoost needs, the sign of the leaf's
+weighted label sum) and ``real`` leaves (Newton steps ``-G / (H + l2)`` of a
+loss, K values per leaf).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Callable, Optional
+
+import numpy as np
+
+from .._ext import _tree
+from ..protocol import FIXED_SHIFT
+from .stump import Choice, Stump
+
+GAINS = ("newton", "error")
+EXCHANGES = ("center", "reduce-scatter")
+LEAF_KINDS = ("sign", "real")
+# Gradient units: a row's g and h (|g| <= 1, 0 <= h <= 1) are rounded to units of 2**-s with
+# s = GH_BITS - bit_length(n), so the sum over all n rows stays below 2**GH_BITS (no int64
+# overflow) whatever the data; a positive hessian never rounds to zero units.
+GH_BITS = 62
+MAX_GH_SHIFT = 52
+
+
+def gh_shift(n_global: int) -> int:
+    """The fixed-point scale (bits) of gradients and hessians for ``n_global`` rows (:data:`GH_BITS`)."""
+    return max(1, min(MAX_GH_SHIFT, GH_BITS - int(max(1, n_global)).bit_length()))
+
+
+@dataclass(frozen=True)
+class TreeSpec:
+    """How trees grow (the ``--max-leaves`` ... options)."""
+
+    max_leaves: int = 31
+    max_depth: int = 0  # 0: no limit
+    min_data_in_leaf: int = 20
+    min_child_weight: float = 1e-3
+    l2: float = 0.0
+    split_gain: str = "newton"
+    exchange: str = "center"
+
+    @classmethod
+    def from_params(cls, params: dict) -> "TreeSpec":
+        """The spec of an algorithm's resolved parameters (missing ones take the defaults)."""
+        given = {f.name: params[f.name] for f in fields(cls) if params.get(f.name) is not None}
+        if "exchange" in given:
+            given["exchange"] = str(given["exchange"])
+        return cls(**given)
+
+
+class Tree:
+    """A binary tree over binned features; node 0 is the root, ``feature < 0`` marks a leaf.
+
+    A row goes to ``left[node]`` if its bin of ``feature[node]`` is ``<= bin[node]``
+    (missing values left iff ``missing_left[node]``), else to ``right[node]``.
+    ``value`` (n_nodes, V) holds each leaf's output (0 at internal nodes).
+    """
+
+    def __init__(self, feature, bin, missing_left, left, right, value, kind: str = "real",
+                 gain=None, count=None, weight=None) -> None:
+        self.feature = np.ascontiguousarray(feature, dtype=np.int32)
+        self.bin = np.ascontiguousarray(bin, dtype=np.int32)
+        self.missing_left = np.ascontiguousarray(missing_left, dtype=np.uint8)
+        self.left = np.ascontiguousarray(left, dtype=np.int32)
+        self.right = np.ascontiguousarray(right, dtype=np.int32)
+        self.value = np.ascontiguousarray(np.asarray(value, dtype=np.float64).reshape(self.feature.shape[0], -1))
+        if kind not in LEAF_KINDS:
+            raise ValueError(f"leaf kind must be one of {LEAF_KINDS}")
+        self.kind = kind
+        n = self.feature.shape[0]
+        # what the grower knew (gains of the splits, rows and hessian per node): for export and importance
+        self.gain = np.zeros(n) if gain is None else np.asarray(gain, dtype=np.float64)
+        self.count = np.zeros(n, dtype=np.int64) if count is None else np.asarray(count, dtype=np.int64)
+        self.weight = np.zeros(n) if weight is None else np.asarray(weight, dtype=np.float64)
+        self._cached = None
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.feature.shape[0])
+
+    @property
+    def n_leaves(self) -> int:
+        return int(np.count_nonzero(self.feature < 0))
+
+    @property
+    def n_values(self) -> int:
+        return int(self.value.shape[1])
+
+    def leaves(self, cols: np.ndarray) -> np.ndarray:
+        """The leaf (node id) of every row of feature-major bins ``cols`` (d, n)."""
+        out = np.empty(cols.shape[1], dtype=np.int32)
+        _tree.tree_leaves(np.ascontiguousarray(cols, dtype=np.uint8), self.feature, self.bin, self.missing_left,
+                          self.left, self.right, out)
+        return out
+
+    def values(self, cols: np.ndarray) -> np.ndarray:
+        """Each row's leaf values, (n, V)."""
+        return self.value[self.leaves(cols)]
+
+    def predict(self, cols: np.ndarray) -> np.ndarray:
+        """h(x): -1/+1 (int8) of a sign tree."""
+        return np.where(self.value[self.leaves(cols), 0] >= 0, 1, -1).astype(np.int8)
+
+    # The stump kernels' interface: a sign tree is "bin(x) <= 0 -> +1, else -1" on the column of
+    # its predictions (0 where it says +1, 1 where it says -1), so every kernel written for
+    # stumps (weighted errors, reweighting, cells, margins) runs a sign tree unchanged.
+    def column(self, cols: np.ndarray) -> np.ndarray:
+        if self.kind != "sign":
+            raise TypeError("only a sign tree reads as a stump column")
+        cached = self._cached
+        if cached is not None and cached[0] is cols:
+            return cached[1]
+        col = (self.value[self.leaves(cols), 0] < 0).astype(np.uint8)
+        self._cached = (cols, col)
+        return col
+
+    def args(self) -> tuple[int, int, bool]:
+        return 0, 1, False
+
+    # ------------------------------------------------------------- export
+    def to_dict(self) -> dict:
+        return {
+            "feature": self.feature.tolist(), "bin": self.bin.tolist(),
+            "missing_left": self.missing_left.astype(bool).tolist(),
+            "left": self.left.tolist(), "right": self.right.tolist(),
+            "value": self.value.tolist(), "kind": self.kind,
+        }
+
+    def same_as(self, other: "Tree") -> bool:
+        """Same structure and the same leaf values, bit for bit."""
+        return all(np.array_equal(getattr(self, a), getattr(other, a))
+                   for a in ("feature", "bin", "missing_left", "left", "right")) and \
+            self.value.tobytes() == other.value.tobytes() and self.kind == other.kind
+
+
+class TreeGrower:
+    """Grows one tree per call over the protocol (see the module docstring).
+
+    Parameters
+    ----------
+    spec
+        The growth options.
+    proto
+        The :class:`mpiboost.protocol.Protocol` (``None``: one process, no communication; the
+        center growing a tree on a sample).
+    cols
+        This rank's feature-major bins (d, n_local).
+    n_bins
+        Value bins per feature (the same on every rank).
+    """
+
+    def __init__(self, spec: TreeSpec, proto, cols: np.ndarray, n_bins: np.ndarray) -> None:
+        self.spec, self.proto, self.cols = spec, proto, cols
+        self.n_bins = np.ascontiguousarray(n_bins, dtype=np.int64)
+        self.off = _tree.packed_offsets(self.n_bins)
+        self.d = int(cols.shape[0])
+        n = int(cols.shape[1])
+        self.rows = np.arange(n, dtype=np.intp)
+        self.scratch = np.empty(n, dtype=np.intp)
+        self.criterion = GAINS.index(spec.split_gain)
+        self.bytes_per_tree: list = []
+        if spec.exchange == "reduce-scatter" and proto is not None:
+            self._blocks = self._feature_blocks(proto.comm.size)
+        else:
+            self._blocks = None
+
+    # ------------------------------------------------------------ exchange
+    @property
+    def center(self) -> bool:
+        return self.proto is None or self.proto.is_center
+
+    def _feature_blocks(self, size: int) -> np.ndarray:
+        """Feature ranges owned by each rank under reduce-scatter: contiguous, of about equal slots."""
+        slots = self.off
+        total = int(slots[-1])
+        bounds = [0]
+        for r in range(1, size):
+            bounds.append(int(np.searchsorted(slots, total * r / size, side="left")))
+        bounds.append(self.d)
+        bounds = np.maximum.accumulate(np.minimum(np.array(bounds), self.d))
+        return bounds
+
+    def _reduce(self, hist: np.ndarray) -> Optional[np.ndarray]:
+        """The global histogram where it is scanned: the center's full one, or this rank's block."""
+        if self.proto is None:
+            return hist.copy()  # the caller reuses its buffer for the next node
+        if self._blocks is None:
+            return self.proto.reduce_tree_histogram(hist)
+        r = self.proto.comm.rank
+        lo, hi = int(self._blocks[r]), int(self._blocks[r + 1])
+        counts = [int(self.off[self._blocks[k + 1]] - self.off[self._blocks[k]]) for k in range(self.proto.comm.size)]
+        block = self.proto.reduce_scatter_tree_histogram(hist, counts)
+        full = np.zeros_like(hist)
+        full[self.off[lo]:self.off[hi]] = block
+        return full
+
+    # --------------------------------------------------------------- split
+    def _split_of(self, hist: Optional[np.ndarray], depth: int, K: int, g_scale: float, h_scale: float) -> tuple:
+        """(gain, feature, bin, missing_left) of a node, agreed on every rank for reduce-scatter."""
+        s = self.spec
+        if s.max_depth and depth >= s.max_depth:
+            allowed = False
+        else:
+            allowed = True
+        lo, hi = 0, self.d
+        if self._blocks is not None:
+            r = self.proto.comm.rank
+            lo, hi = int(self._blocks[r]), int(self._blocks[r + 1])
+        if hist is None or not allowed:
+            best = (0.0, -1, 0, False)
+        else:
+            best = _tree.best_split(hist, self.off, K, g_scale, h_scale, float(s.l2), int(s.min_data_in_leaf),
+                                    float(s.min_child_weight), self.criterion, lo, hi)
+        if self._blocks is None:
+            return best
+        # every rank proposes its block's best; the largest gain wins, ties to the lowest feature
+        # (the blocks are in feature order, so the first rank's among equals)
+        row = np.array([best[0], best[1], best[2], float(best[3])])
+        table = self.proto.allgather_candidates(row)
+        k = int(np.argmax(table[:, 0]))  # first maximum: lowest rank, hence lowest feature
+        g, f, b, m = table[k]
+        if not g > 0:
+            return 0.0, -1, 0, False
+        return float(g), int(f), int(b), bool(m)
+
+    def _left_rows(self, hist: np.ndarray, f: int, b: int, ml: bool, C: int) -> np.ndarray:
+        """Channel sums of the rows a split sends left, from the node's histogram."""
+        lo = int(self.off[f])
+        nb = int(self.off[f + 1]) - lo - 1
+        out = hist[lo:lo + b + 1].sum(axis=0)
+        if ml:
+            out = out + hist[lo + nb]
+        return out
+
+    # ---------------------------------------------------------------- grow
+    def grow(self, gh: np.ndarray, K: int, g_scale: float, h_scale: float,
+             leaf_value: Callable[[np.ndarray], np.ndarray], kind: str) -> tuple[Tree, np.ndarray]:
+        """One tree for this rank's fixed-point ``gh`` (n_local, 2K+1), the same on every rank.
+
+        ``leaf_value(sums)`` maps a leaf's int64 channel sums to its V output values (called on
+        the center, or everywhere for reduce-scatter). Returns the tree and each local row's leaf.
+        """
+        spec, C = self.spec, 2 * K + 1
+        n = self.cols.shape[1]
+        if gh.shape != (n, C):
+            raise ValueError("gh must be (n_local, 2K + 1)")
+        gh = np.ascontiguousarray(gh, dtype=np.int64)
+        P = int(self.off[-1])
+        rows, cols = self.rows, self.cols
+        rows[:] = np.arange(n, dtype=np.intp)
+        sent0 = self._bytes()
+        local = np.empty((P, C), dtype=np.int64)
+        _tree.node_histogram(cols, gh, rows, 0, n, self.off, local)
+        root = self._reduce(local)
+        hists = {0: root}
+        rng = {0: (0, n)}
+        depth = {0: 0}
+        feature, binv, mleft, lc, rc = [-1], [0], [0], [-1], [-1]
+        gains = [0.0]
+        best = {0: self._split_of(root, 0, K, g_scale, h_scale)}
+        leaves = 1
+        while leaves < spec.max_leaves:
+            packed = None
+            if self.center or self._blocks is not None:
+                cand = [(g, node) for node, (g, f, b, m) in best.items() if f >= 0 and g > 0]
+                if cand:
+                    g, node = max(cand, key=lambda c: (c[0], -c[1]))  # largest gain, then lowest node id
+                    _, f, b, m = best[node]
+                    if self._blocks is None:
+                        nl = int(self._left_rows(hists[node], f, b, m, C)[2 * K])
+                        nr = int(_tree.node_sums(hists[node], self.off)[2 * K]) - nl
+                    else:
+                        nl = nr = -1
+                    packed = [node, f, b, float(m), nl, nr]
+                else:
+                    packed = [-1, 0, 0, 0.0, 0, 0]
+            if self._blocks is None and self.proto is not None:
+                v = self.proto.broadcast_hypothesis(packed, 6)
+            else:
+                v = np.asarray(packed, dtype=np.float64)
+            node = int(v[0])
+            if node < 0:
+                break
+            f, b, m = int(v[1]), int(v[2]), bool(v[3])
+            lo, hi = rng[node]
+            mid = _tree.partition(cols, rows, lo, hi, f, b, m, self.scratch)
+            L, R = len(feature), len(feature) + 1
+            feature[node], binv[node], mleft[node], lc[node], rc[node] = f, b, int(m), L, R
+            gains[node] = best[node][0]
+            for _ in range(2):
+                feature.append(-1)
+                binv.append(0)
+                mleft.append(0)
+                lc.append(-1)
+                rc.append(-1)
+                gains.append(0.0)
+            rng[L], rng[R] = (lo, mid), (mid, hi)
+            depth[L] = depth[R] = depth[node] + 1
+            if self._blocks is None:
+                nl, nr = int(v[4]), int(v[5])
+            else:
+                # every rank holds its block of the parent's histogram: the counts come from
+                # an exact sum of the local counts instead
+                nl, nr = (int(x) for x in self.proto.reduce_counts(np.array([mid - lo, hi - mid], dtype=np.int64)))
+            small, big = (L, R) if nl <= nr else (R, L)
+            s_lo, s_hi = rng[small]
+            _tree.node_histogram(cols, gh, rows, s_lo, s_hi, self.off, local)
+            h_small = self._reduce(local)
+            parent = hists.pop(node)
+            best.pop(node)
+            if h_small is not None:
+                h_big = np.empty_like(h_small)
+                _tree.subtract(parent, h_small, h_big)
+                hists[small], hists[big] = h_small, h_big
+            else:
+                hists[small] = hists[big] = None
+            for c in (L, R):
+                best[c] = self._split_of(hists[c], depth[c], K, g_scale, h_scale)
+            leaves += 1
+        n_nodes = len(feature)
+        is_leaf = np.array(feature) < 0
+        # Leaf sums from each rank's own rows, summed exactly: every rank then computes the same
+        # leaf values (no broadcast of values, and no rank needs a histogram holding feature 0).
+        local_sums = np.zeros((n_nodes, C), dtype=np.int64)
+        node_of_row = np.empty(n, dtype=np.int32)
+        for node in np.flatnonzero(is_leaf):
+            lo, hi = rng[node]
+            node_of_row[rows[lo:hi]] = node
+            if hi > lo:
+                local_sums[node] = gh[rows[lo:hi]].sum(axis=0)
+        table = local_sums if self.proto is None else self.proto.reduce_counts(local_sums)
+        value = np.zeros((n_nodes, 0))
+        for node in np.flatnonzero(is_leaf):
+            v = np.asarray(leaf_value(table[node]), dtype=np.float64)
+            if value.shape[1] == 0:
+                value = np.zeros((n_nodes, v.shape[0]))
+            value[node] = v
+        tree = Tree(feature, binv, mleft, lc, rc, value, kind, gain=gains, count=table[:, 2 * K],
+                    weight=table[:, K:2 * K].sum(axis=1) * h_scale)
+        self.bytes_per_tree.append(self._bytes() - sent0)
+        return tree, node_of_row
+
+    def _bytes(self) -> int:
+        if self.proto is None:
+            return 0
+        b = self.proto.comm.bytes
+        return int(b.sent + b.received)
+
+
+# ------------------------------------------------------------------ learners
+def sign_leaf(sums: np.ndarray) -> np.ndarray:
+    """+1 where the leaf's weighted label sum is >= 0, else -1 (the stump's rule)."""
+    return np.array([1.0 if sums[0] >= 0 else -1.0])
+
+
+class SignTreeLearner:
+    """The tree counterpart of :class:`~mpiboost.weak.stump.StumpLearner`: a classifier tree
+    for row weights ``w`` and labels -1/+1, with the same interface (``fit``, ``error_terms``,
+    ``update``), so AdaBoost and SmoothBoost take it unchanged.
+
+    The split gain is the exponential loss's Newton gain at the current weights
+    (``S^2 / (W + l2)`` per side, S the weighted label sum, W the weight: the weighted Gini
+    criterion), or ``error`` (the drop of the weighted error, with which a tree of two leaves
+    is the stump of the histogram search, bit for bit). Weights are scaled so the mean row
+    weighs 1 (``--min-child-weight`` and ``--l2`` then read as for LightGBM's hessians).
+    """
+
+    output = "sign"
+    reduces = "per (feature, bin) slot: w*y, w and row counts, int64 fixed point"
+    mode = "histogram"
+
+    def __init__(self, spec: TreeSpec, proto, cols: np.ndarray, y: np.ndarray, n_bins: np.ndarray, n_global: int,
+                 search: str = "histogram", n_samples: int = 0, start: int = 0):
+        if search not in ("histogram", "sample"):
+            raise ValueError(f"search must be histogram or sample, not {search!r}")
+        self.spec, self.proto, self.cols, self.y = spec, proto, cols, y
+        self.mode = search
+        self.n_global, self.n_samples, self.start = int(n_global), int(n_samples), int(start)
+        self.n_bins = np.ascontiguousarray(n_bins, dtype=np.int64)
+        self.grower = TreeGrower(spec, proto, cols, n_bins) if search == "histogram" else None
+        self._gh = np.empty((cols.shape[1], 3), dtype=np.int64) if search == "histogram" else None
+        if self._gh is not None:
+            self._gh[:, 2] = 1
+        self._cum = np.empty(cols.shape[1], dtype=np.int64)
+        self.stumps = spec.max_leaves == 2  # a tree of one split is a stump: stored as one
+
+    def fit(self, w: np.ndarray, rng=None) -> Choice:
+        """The tree for the normalized row weights ``w``, the same on every rank."""
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if self.mode == "sample":
+            return self._fit_sample(w, rng)
+        _tree.to_units(np.ascontiguousarray(w * self.y), FIXED_SHIFT, self._gh, 0)
+        _tree.to_units(w, FIXED_SHIFT, self._gh, 1, True)
+        scale = math.ldexp(1.0, -FIXED_SHIFT) * self.n_global
+        tree, _ = self.grower.grow(self._gh, 1, scale, scale, sign_leaf, "sign")
+        return Choice(as_stump(tree) if self.stumps else tree)
+
+    def _fit_sample(self, w: np.ndarray, rng) -> Choice:
+        """Sample mode: N rows drawn in proportion to the weights; the center grows the tree on them."""
+        from .._ext import _weights
+
+        _weights.fixed_cumsum(w, FIXED_SHIFT, self._cum)
+        sample = self.proto.proportional_sample(self._cum, self.cols, self.y, self.n_samples, rng, start=self.start)
+        max_nodes = 2 * self.spec.max_leaves - 1
+        size = 2 + 6 * max_nodes
+        packed = None
+        if self.proto.is_center:
+            Xs = np.ascontiguousarray(sample.X.T)
+            ys = np.asarray(sample.y, dtype=np.float64)
+            N = ys.shape[0]
+            gh = np.empty((N, 3), dtype=np.int64)
+            gh[:, 2] = 1
+            unit = np.full(N, 1.0 / N)
+            _tree.to_units(np.ascontiguousarray(unit * ys), FIXED_SHIFT, gh, 0)
+            _tree.to_units(unit, FIXED_SHIFT, gh, 1, True)
+            scale = math.ldexp(1.0, -FIXED_SHIFT) * N
+            tree, _ = TreeGrower(self.spec, None, Xs, self.n_bins).grow(gh, 1, scale, scale, sign_leaf, "sign")
+            wrong = int(np.count_nonzero(tree.predict(Xs) != ys))
+            packed = np.zeros(size)
+            m = tree.n_nodes
+            packed[0], packed[1] = m, wrong / N
+            body = np.stack([tree.feature, tree.bin, tree.missing_left, tree.left, tree.right, tree.value[:, 0]], 1)
+            packed[2:2 + 6 * m] = body.ravel()
+        v = self.proto.broadcast_hypothesis(packed, size)
+        m = int(v[0])
+        body = v[2:2 + 6 * m].reshape(m, 6)
+        tree = Tree(body[:, 0], body[:, 1], body[:, 2], body[:, 3], body[:, 4], body[:, 5:6], "sign")
+        return Choice(as_stump(tree) if self.stumps else tree, sample_error=float(v[1]))
+
+    def error_terms(self, h, w: np.ndarray):
+        from .._ext import _weights
+
+        return _weights.error_terms(h.column(self.cols), self.y, w, *h.args())
+
+    def update(self, w, margin, h, factor_correct, factor_wrong, coef):
+        from .._ext import _weights
+
+        return _weights.apply_stump(w, margin, h.column(self.cols), self.y, *h.args(), factor_correct,
+                                    factor_wrong, coef)
+
+
+def as_stump(tree: Tree) -> Stump:
+    """A sign tree of at most one split as the equal :class:`Stump` (its left leaf's sign on the left)."""
+    if tree.feature[0] < 0:
+        return Stump(-1, 0, int(tree.value[0, 0]))
+    left = int(tree.value[tree.left[0], 0])
+    right = int(tree.value[tree.right[0], 0])
+    if left == right:
+        return Stump(-1, 0, left)
+    return Stump(int(tree.feature[0]), int(tree.bin[0]), left, bool(tree.missing_left[0]))
+
+
+def flatten(trees: list, V: int) -> tuple:
+    """Trees as the flat arrays of the prediction kernel and the model file:
+    ``(feature, bin, missing_left, left, right, value (nodes, V), start)``; children are numbered
+    within their tree, ``start[t]`` is tree t's first node."""
+    sizes = [t.n_nodes for t in trees]
+    start = np.zeros(len(trees) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=start[1:])
+    if not trees:
+        z = np.zeros(0, dtype=np.int32)
+        return z, z, np.zeros(0, np.uint8), z, z, np.zeros((0, V)), start
+    cat = np.concatenate
+    return (cat([t.feature for t in trees]), cat([t.bin for t in trees]), cat([t.missing_left for t in trees]),
+            cat([t.left for t in trees]), cat([t.right for t in trees]),
+            np.ascontiguousarray(cat([t.value for t in trees]).reshape(-1, V)), start)

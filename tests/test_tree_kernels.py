@@ -1,0 +1,300 @@
+"""Tree kernels and the tree grower against slow, obviously correct twins.
+
+Random, skewed (most rows in one bin, huge and tiny gradients) and edge
+inputs (no rows, one feature, every value missing), at 1-3 OpenMP threads.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from mpiboost._ext import _openmp, _tree
+from mpiboost.weak.tree import Tree, TreeGrower, TreeSpec, flatten, gh_shift
+
+MISSING = 255
+
+
+def _binned(rng, n, d, nb, missing=0.1, skew=False):
+    X = rng.integers(0, nb, size=(d, n)).astype(np.uint8)
+    if skew:
+        X[:, rng.random(n) < 0.9] = 0
+    X[rng.random((d, n)) < missing] = MISSING
+    return np.ascontiguousarray(X)
+
+
+def _gh(rng, n, K, skew=False):
+    C = 2 * K + 1
+    gh = np.zeros((n, C), dtype=np.int64)
+    scale = 2**40 if not skew else 2**50
+    gh[:, :K] = rng.integers(-scale, scale, size=(n, K))
+    gh[:, K:2 * K] = rng.integers(0, scale, size=(n, K))
+    if skew:
+        gh[rng.random(n) < 0.5, K:2 * K] = 1  # tiny hessians
+    gh[:, 2 * K] = 1
+    return gh
+
+
+def _hist_ref(X, gh, rows, nb):
+    d = X.shape[0]
+    C = gh.shape[1]
+    out = []
+    for j in range(d):
+        h = np.zeros((nb[j] + 1, C), dtype=np.int64)
+        for i in rows:
+            b = int(X[j, i])
+            h[nb[j] if b == MISSING else b] += gh[i]
+        out.append(h)
+    return np.concatenate(out) if out else np.zeros((0, C), dtype=np.int64)
+
+
+@pytest.fixture(params=[1, 2, 3])
+def threads(request):
+    before = _openmp.get_max_threads()
+    _openmp.set_num_threads(request.param)
+    yield request.param
+    _openmp.set_num_threads(before)
+
+
+@pytest.mark.parametrize("n,d,K,skew", [(0, 3, 1, False), (1, 1, 1, False), (500, 4, 1, False), (3000, 7, 3, True),
+                                        (70000, 3, 1, True)])
+def test_node_histogram_matches_naive(threads, n, d, K, skew):
+    rng = np.random.default_rng(n + d)
+    nb = rng.integers(1, 20, size=d)
+    X = _binned(rng, n, d, int(nb.min()), skew=skew)
+    gh = _gh(rng, n, K, skew)
+    off = _tree.packed_offsets(nb.astype(np.int64))
+    rows = rng.permutation(n).astype(np.intp)
+    lo, hi = (n // 4, n - n // 5) if n > 10 else (0, n)
+    hist = np.full((int(off[-1]), 2 * K + 1), 7, dtype=np.int64)  # stale values must be overwritten
+    _tree.node_histogram(X, gh, rows, lo, hi, off, hist)
+    ref = _hist_ref(X, gh, rows[lo:hi], nb) if n < 5000 else None
+    if ref is not None:
+        np.testing.assert_array_equal(hist, ref)
+    else:  # large: check by numpy's bincount per feature
+        for j in range(d):
+            b = X[j, rows[lo:hi]].astype(np.int64)
+            b[b == MISSING] = nb[j]
+            for c in range(2 * K + 1):
+                want = np.zeros(nb[j] + 1, dtype=np.int64)
+                np.add.at(want, b, gh[rows[lo:hi], c])
+                np.testing.assert_array_equal(hist[off[j]:off[j + 1], c], want)
+
+
+def test_partition_is_stable_and_matches_naive():
+    rng = np.random.default_rng(3)
+    X = _binned(rng, 400, 3, 10)
+    for f, b, ml in [(0, 4, False), (1, 0, True), (2, 9, False), (2, 9, True)]:
+        rows = rng.permutation(400).astype(np.intp)
+        before = rows.copy()
+        lo, hi = 50, 333
+        mid = _tree.partition(X, rows, lo, hi, f, b, ml, np.empty(400, dtype=np.intp))
+        seg = before[lo:hi]
+        bins = X[f, seg]
+        left = np.where(bins == MISSING, ml, bins <= b)
+        np.testing.assert_array_equal(rows[lo:mid], seg[left])
+        np.testing.assert_array_equal(rows[mid:hi], seg[~left])
+        np.testing.assert_array_equal(rows[:lo], before[:lo])
+        np.testing.assert_array_equal(rows[hi:], before[hi:])
+
+
+def _best_ref(hist, off, K, gs, hs, l2, min_data, min_hess, criterion):
+    """Every candidate in scan order; the first of the largest gain > 0."""
+    d = off.shape[0] - 1
+    tot = hist[off[0]:off[1]].sum(axis=0)
+
+    def term(G, H):
+        return G * G / (H + l2) if H + l2 > 0 else 0.0
+
+    best = (0.0, -1, 0, False)
+    for j in range(d):
+        nb = int(off[j + 1] - off[j] - 1)
+        M = hist[off[j] + nb]
+        for b in range(nb):
+            Lb = hist[off[j]:off[j] + b + 1].sum(axis=0)
+            for ml in (False, True):
+                if ml and M[2 * K] == 0:
+                    continue
+                L = Lb + (M if ml else 0)
+                R = tot - L
+                if L[2 * K] == 0 or R[2 * K] == 0 or L[2 * K] < min_data or R[2 * K] < min_data:
+                    continue
+                if L[K:2 * K].sum() * hs < min_hess or R[K:2 * K].sum() * hs < min_hess:
+                    continue
+                if criterion == 1:
+                    gain = float(abs(int(L[0])) + abs(int(R[0])) - abs(int(tot[0])))
+                else:
+                    gain = -sum(term(tot[k] * gs, tot[K + k] * hs) for k in range(K))
+                    for k in range(K):
+                        HL = L[K + k] * hs
+                        gain = gain + term(L[k] * gs, HL) + term((tot[k] - L[k]) * gs, tot[K + k] * hs - HL)
+                if gain > best[0]:
+                    best = (gain, j, b, ml)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_best_split_matches_naive(seed):
+    rng = np.random.default_rng(seed)
+    d, K = int(rng.integers(1, 5)), int(rng.choice([1, 1, 2, 3]))
+    criterion = int(rng.integers(0, 2)) if K == 1 else 0
+    nb = rng.integers(1, 9, size=d).astype(np.int64)
+    n = int(rng.integers(5, 300))
+    X = _binned(rng, n, d, int(nb.min()), missing=rng.choice([0.0, 0.2]), skew=bool(seed % 3 == 0))
+    gh = _gh(rng, n, K, skew=bool(seed % 2))
+    if seed % 4 == 0:
+        gh[:, :K] = rng.choice([-1, 1], size=(n, K)) * 2**20  # many equal gains: ties
+    off = _tree.packed_offsets(nb)
+    hist = _hist_ref(X, gh, np.arange(n), nb)
+    gs = hs = 2.0**-40
+    args = (K, gs, hs, float(rng.choice([0.0, 1.0])), int(rng.choice([0, 1, 5])), float(rng.choice([0.0, 1e-3])),
+            criterion)
+    got = _tree.best_split(hist, off, *args)
+    want = _best_ref(hist, off, *args)
+    assert got[1:] == want[1:] and (got[0] == want[0] or math.isclose(got[0], want[0], rel_tol=1e-12)), (got, want)
+
+
+def test_best_split_ties_go_to_the_lowest_feature_and_bin():
+    # two identical features: the first wins; within one, the lowest threshold of equal gain
+    X = np.array([[0, 0, 1, 1, 2, 2], [0, 0, 1, 1, 2, 2]], dtype=np.uint8)
+    gh = np.array([[1, 1, 1], [1, 1, 1], [-1, 1, 1], [-1, 1, 1], [1, 1, 1], [1, 1, 1]], dtype=np.int64)
+    nb = np.array([3, 3], dtype=np.int64)
+    off = _tree.packed_offsets(nb)
+    hist = _hist_ref(X, gh, np.arange(6), nb)
+    g, f, b, ml = _tree.best_split(hist, off, 1, 1.0, 1.0, 0.0, 0, 0.0, 0)
+    assert (f, b, ml) == (0, 0, False) and g > 0
+    # no positive gain: no split; one row: no split
+    flat = np.zeros_like(hist)
+    flat[:, 2] = hist[:, 2]
+    assert _tree.best_split(flat, off, 1, 1.0, 1.0, 0.0, 0, 0.0, 0)[1] == -1
+    one = _hist_ref(X, gh, np.arange(1), nb)
+    assert _tree.best_split(one, off, 1, 1.0, 1.0, 0.0, 0, 0.0, 0)[1] == -1
+
+
+def test_units_keep_a_tiny_hessian():
+    v = np.array([1e-30, 0.0, -1e-30, 0.25, 2.0**-53, 0.5 * 2.0**-40])
+    out = np.zeros((6, 2), dtype=np.int64)
+    _tree.to_units(v, 40, out, 0)
+    _tree.to_units(v, 40, out, 1, True)
+    assert out[:, 0].tolist() == [0, 0, 0, 2**38, 0, 0]  # plain rounding (ties to even: 0.5 -> 0)
+    assert out[:, 1].tolist() == [1, 0, 0, 2**38, 1, 1]  # a positive hessian is at least one unit
+    # the declared scale keeps the sum over all rows inside int64
+    for n in (1, 1000, 10**9, 2**40):
+        s = gh_shift(n)
+        assert n * 2.0**s < 2.0**62
+
+
+def _walk(tree, X, i):
+    node = 0
+    while tree.feature[node] >= 0:
+        b = X[tree.feature[node], i]
+        go = tree.missing_left[node] if b == MISSING else b <= tree.bin[node]
+        node = tree.left[node] if go else tree.right[node]
+    return node
+
+
+def _random_tree(rng, d, nb, leaves, V):
+    feature, bins, ml, lc, rc = [-1], [0], [0], [-1], [-1]
+    open_ = [0]
+    while len(open_) < leaves:
+        node = open_.pop(int(rng.integers(len(open_))))
+        feature[node], bins[node], ml[node] = int(rng.integers(d)), int(rng.integers(nb)), int(rng.integers(2))
+        lc[node], rc[node] = len(feature), len(feature) + 1
+        for _ in range(2):
+            feature.append(-1)
+            bins.append(0)
+            ml.append(0)
+            lc.append(-1)
+            rc.append(-1)
+        open_ += [lc[node], rc[node]]
+    value = rng.normal(size=(len(feature), V))
+    return Tree(feature, bins, ml, lc, rc, value)
+
+
+def test_tree_prediction_matches_naive(threads):
+    rng = np.random.default_rng(5)
+    d, nb, n, V = 4, 6, 700, 3
+    X = _binned(rng, n, d, nb, missing=0.2)
+    trees = [_random_tree(rng, d, nb, int(rng.integers(1, 9)), V) for _ in range(7)]
+    coef = rng.normal(size=len(trees))
+    for t in trees:
+        np.testing.assert_array_equal(t.leaves(X), [_walk(t, X, i) for i in range(n)])
+    feature, bins, ml, lc, rc, value, start = flatten(trees, V)
+    out = np.zeros((n, V))
+    _tree.add_trees(X, feature, bins, ml, lc, rc, value, start, coef, out)
+    want = np.zeros((n, V))
+    for i in range(n):
+        for c, t in zip(coef, trees):
+            want[i] = want[i] + c * t.value[_walk(t, X, i)]
+    np.testing.assert_array_equal(out, want)  # same order of additions: the same bits
+
+
+# ----------------------------------------------------------------- grower
+def _grow_ref(X, gh, nb, K, spec, gs, hs):
+    """Best-first growth written plainly: histograms from scratch for every node."""
+    off = _tree.packed_offsets(nb)
+    crit = 0 if spec.split_gain == "newton" else 1
+    nodes = [dict(rows=np.arange(X.shape[1]), depth=0, split=None)]
+    open_ = {0}
+
+    def best(node):
+        if spec.max_depth and nodes[node]["depth"] >= spec.max_depth:
+            return (0.0, -1, 0, False)
+        hist = _hist_ref(X, gh, nodes[node]["rows"], nb)
+        return _best_ref(hist, off, K, gs, hs, spec.l2, spec.min_data_in_leaf, spec.min_child_weight, crit)
+
+    cand = {0: best(0)}
+    leaves = 1
+    while leaves < spec.max_leaves:
+        ok = [(cand[k][0], -k) for k in open_ if cand[k][1] >= 0]
+        if not ok:
+            break
+        node = -max(ok)[1]
+        g, f, b, ml = cand[node]
+        rows = nodes[node]["rows"]
+        bins = X[f, rows]
+        go = np.where(bins == MISSING, ml, bins <= b)
+        nodes[node]["split"] = (f, b, ml, len(nodes), len(nodes) + 1)
+        for part in (rows[go], rows[~go]):
+            nodes.append(dict(rows=part, depth=nodes[node]["depth"] + 1, split=None))
+            open_.add(len(nodes) - 1)
+            cand[len(nodes) - 1] = best(len(nodes) - 1)
+        open_.discard(node)
+        leaves += 1
+    return nodes
+
+
+@pytest.mark.parametrize("seed,K,gain,leaves,depth", [(0, 1, "newton", 8, 0), (1, 1, "error", 6, 0), (2, 3, "newton", 10, 3),
+                                                     (3, 1, "newton", 31, 0), (4, 2, "newton", 2, 0)])
+def test_grower_matches_naive(seed, K, gain, leaves, depth):
+    rng = np.random.default_rng(seed)
+    n, d = 600, 4
+    nb = rng.integers(2, 12, size=d).astype(np.int64)
+    X = _binned(rng, n, d, int(nb.min()), missing=0.1)
+    gh = _gh(rng, n, K)
+    signal = (X[0] > 1) ^ (X[1] == 0)
+    gh[signal, :K] -= 2**39
+    spec = TreeSpec(max_leaves=leaves, max_depth=depth, min_data_in_leaf=5, min_child_weight=0.0, l2=1.0,
+                    split_gain=gain)
+    gs = hs = 2.0**-40
+    tree, leaf_of_row = TreeGrower(spec, None, X, nb).grow(gh, K, gs, hs, lambda s: s[:K] * gs, "real")
+    ref = _grow_ref(X, gh, nb, K, spec, gs, hs)
+    assert tree.n_nodes == len(ref)
+    for node, r in enumerate(ref):
+        if r["split"] is None:
+            assert tree.feature[node] == -1
+            np.testing.assert_array_equal(np.flatnonzero(leaf_of_row == node), np.sort(r["rows"]))
+            np.testing.assert_array_equal(tree.value[node], gh[r["rows"], :K].sum(axis=0) * gs)
+        else:
+            f, b, ml, lft, rgt = r["split"]
+            assert (tree.feature[node], tree.bin[node], bool(tree.missing_left[node]),
+                    tree.left[node], tree.right[node]) == (f, b, ml, lft, rgt)
+    np.testing.assert_array_equal(tree.leaves(X), leaf_of_row)
+
+
+def test_grower_edge_cases():
+    spec = TreeSpec(max_leaves=4, min_data_in_leaf=0)
+    # no rows at all, and every value missing: a single leaf
+    for X in (np.zeros((3, 0), dtype=np.uint8), np.full((2, 50), MISSING, dtype=np.uint8)):
+        gh = np.ones((X.shape[1], 3), dtype=np.int64)
+        tree, leaf = TreeGrower(spec, None, X, np.full(X.shape[0], 4)).grow(gh, 1, 1.0, 1.0, lambda s: [1.0], "real")
+        assert tree.n_nodes == 1 and (leaf == 0).all()
