@@ -45,43 +45,187 @@ def to_units(const double[::1] v, int shift, fixed_t[:, ::1] out, idx_t channel,
     positive value never rounds to 0 (a tiny hessian still counts). |v| * 2**shift must be < 2**62."""
     cdef idx_t n = v.shape[0], i
     cdef fixed_t u
+    cdef double scale = ldexp(1.0, shift)
     if out.shape[0] != n or not 0 <= channel < out.shape[1]:
         raise ValueError("shape mismatch")
     with nogil:
         for i in range(n):
-            u = <fixed_t> llrint(ldexp(v[i], shift))
+            # v * 2**shift is exact (a power of two); llrint rounds it to nearest, ties to even
+            u = <fixed_t> llrint(v[i] * scale)
             if at_least_one and u == 0 and v[i] > 0:
                 u = 1
             out[i, channel] = u
 
 
-def node_histogram(const bin_t[:, ::1] XT, const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi,
-                   const long long[::1] off, fixed_t[:, ::1] hist):
-    """``hist[off[j] + b, c] = sum of gh[i, c]`` over the rows ``i = rows[lo:hi]`` with bin b of feature j
-    (the missing bin in the last slot); every slot is overwritten. Threads split the features."""
-    cdef idx_t d = XT.shape[0], C = gh.shape[1], j, r, i, c, nb, s, base, nt
+cdef enum:
+    BLOCK = 1024  # rows per block: their gradient rows stay in L1 while every feature is scanned
+
+
+cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* gh, idx_t C, const idx_t* rows, bint identity,
+                      idx_t lo, idx_t hi, const long long* off, fixed_t* h) noexcept nogil:
+    """Add rows r in [lo, hi) (row ``rows[r]``, or ``r`` itself with ``identity``) into ``h`` (P x C).
+
+    Row blocks outside, features inside: each gradient row is read from memory once per block,
+    not once per feature, and a block's bins of one feature are close together (rows sorted)."""
+    cdef idx_t d = XT.shape[0], j, r, i, b0, b1, nb, base, c
+    cdef const bin_t* col
     cdef const fixed_t* g
-    cdef fixed_t* h
+    cdef fixed_t* t
     cdef bin_t b
+    b0 = lo
+    while b0 < hi:
+        b1 = min(hi, b0 + BLOCK)
+        for j in range(d):
+            col = &XT[j, 0]
+            base = off[j]
+            nb = off[j + 1] - base - 1
+            if C == 3:
+                for r in range(b0, b1):
+                    i = r if identity else rows[r]
+                    b = col[i]
+                    t = h + 3 * (base + (nb if b == MISSING_BIN else b))
+                    g = gh + 3 * i
+                    t[0] += g[0]
+                    t[1] += g[1]
+                    t[2] += g[2]
+            else:
+                for r in range(b0, b1):
+                    i = r if identity else rows[r]
+                    b = col[i]
+                    t = h + C * (base + (nb if b == MISSING_BIN else b))
+                    g = gh + C * i
+                    for c in range(C):
+                        t[c] += g[c]
+        b0 = b1
+
+
+def node_histogram(const bin_t[:, ::1] XT, const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi,
+                   const long long[::1] off, fixed_t[:, ::1] hist, bint identity=False):
+    """``hist[off[j] + b, c] = sum of gh[i, c]`` over the rows ``i = rows[lo:hi]`` with bin b of feature j
+    (the missing bin in the last slot); every slot is overwritten. ``identity``: the rows are
+    ``lo .. hi-1`` themselves (the root). Threads take row ranges into their own histograms,
+    summed at the end (integers: the same for any thread count)."""
+    cdef idx_t d = XT.shape[0], C = gh.shape[1], P, t, nt, k, n
     if off.shape[0] != d + 1 or hist.shape[0] != off[d] or hist.shape[1] != C or gh.shape[0] != XT.shape[1]:
+        raise ValueError("shape mismatch")
+    if not 0 <= lo <= hi or (not identity and hi > rows.shape[0]) or (identity and hi > XT.shape[1]):
+        raise ValueError("row range out of bounds")
+    P = off[d]
+    n = hi - lo
+    nt = max(1, min(mb_get_max_threads(), n // 8192))
+    hist[:, :] = 0
+    if n == 0 or d == 0:
+        return
+    cdef const idx_t* rp = &rows[0] if rows.shape[0] else NULL
+    if nt == 1:
+        with nogil:
+            _block_hist(XT, &gh[0, 0], C, rp, identity, lo, hi, &off[0], &hist[0, 0])
+        return
+    local = np.zeros((nt, P * C), dtype=np.int64)
+    cdef fixed_t[:, ::1] L = local
+    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+        _block_hist(XT, &gh[0, 0], C, rp, identity, lo + t * n // nt, lo + (t + 1) * n // nt, &off[0], &L[t, 0])
+    cdef fixed_t* H = &hist[0, 0]
+    with nogil:
+        for t in range(nt):
+            for k in range(P * C):
+                H[k] += L[t, k]
+
+
+cdef void _rows_hist(const bin_t* XR, idx_t d, const fixed_t* gh, idx_t C, const idx_t* rows, idx_t lo, idx_t hi,
+                     const long long* off, const long long* nbs, fixed_t* h) noexcept nogil:
+    """Add rows ``rows[lo:hi]`` of the row-major bins ``XR`` (n x d) into ``h`` (P x C): one cache
+    line holds a row's bins of every feature, so a node whose rows are scattered costs one miss
+    per row, not one per row and feature."""
+    cdef idx_t r, i, j, c
+    cdef const bin_t* row
+    cdef const fixed_t* g
+    cdef fixed_t* t
+    cdef long long b
+    for r in range(lo, hi):
+        i = rows[r]
+        row = XR + i * d
+        g = gh + C * i
+        if C == 3:
+            for j in range(d):
+                b = row[j]
+                t = h + 3 * (off[j] + (b if b < nbs[j] else nbs[j]))
+                t[0] += g[0]
+                t[1] += g[1]
+                t[2] += g[2]
+        else:
+            for j in range(d):
+                b = row[j]
+                t = h + C * (off[j] + (b if b < nbs[j] else nbs[j]))
+                for c in range(C):
+                    t[c] += g[c]
+
+
+def node_histogram_rows(const bin_t[:, ::1] XR, const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi,
+                        const long long[::1] off, fixed_t[:, ::1] hist):
+    """:func:`node_histogram` from row-major bins ``XR`` (n, d): the same sums, for nodes whose rows
+    are scattered over the data (every node below the root)."""
+    cdef idx_t d = XR.shape[1], C = gh.shape[1], P, t, nt, k, n, j
+    if off.shape[0] != d + 1 or hist.shape[0] != off[d] or hist.shape[1] != C or gh.shape[0] != XR.shape[0]:
         raise ValueError("shape mismatch")
     if not 0 <= lo <= hi <= rows.shape[0]:
         raise ValueError("row range out of bounds")
-    nt = max(1, min(mb_get_max_threads(), d, (hi - lo) * d // 65536))
-    for j in prange(d, nogil=True, schedule="static", num_threads=nt):
-        base = off[j]
-        nb = off[j + 1] - base - 1
-        for s in range(base, off[j + 1]):
-            for c in range(C):
-                hist[s, c] = 0
+    P = off[d]
+    n = hi - lo
+    hist[:, :] = 0
+    if n == 0 or d == 0:
+        return
+    nbs_np = np.empty(d, dtype=np.int64)
+    cdef long long[::1] nbs = nbs_np
+    for j in range(d):
+        nbs[j] = off[j + 1] - off[j] - 1  # the missing bin (255) lands in the last slot
+    nt = max(1, min(mb_get_max_threads(), n // 8192))
+    if nt == 1:
+        with nogil:
+            _rows_hist(&XR[0, 0], d, &gh[0, 0], C, &rows[0], lo, hi, &off[0], &nbs[0], &hist[0, 0])
+        return
+    local = np.zeros((nt, P * C), dtype=np.int64)
+    cdef fixed_t[:, ::1] L = local
+    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+        _rows_hist(&XR[0, 0], d, &gh[0, 0], C, &rows[0], lo + t * n // nt, lo + (t + 1) * n // nt, &off[0],
+                   &nbs[0], &L[t, 0])
+    cdef fixed_t* H = &hist[0, 0]
+    with nogil:
+        for t in range(nt):
+            for k in range(P * C):
+                H[k] += L[t, k]
+
+
+def leaf_sums(const fixed_t[:, ::1] gh, const node_t[::1] node_of_row, idx_t n_nodes):
+    """``out[k, c] = sum of gh[i, c]`` over the rows i in node k (every leaf's local totals, one pass)."""
+    cdef idx_t n = gh.shape[0], C = gh.shape[1], i, c
+    cdef node_t k
+    if node_of_row.shape[0] != n:
+        raise ValueError("shape mismatch")
+    out = np.zeros((n_nodes, C), dtype=np.int64)
+    cdef fixed_t[:, ::1] o = out
+    with nogil:
+        for i in range(n):
+            k = node_of_row[i]
+            if 0 <= k < n_nodes:
+                for c in range(C):
+                    o[k, c] += gh[i, c]
+    return out
+
+
+def range_sums(const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi):
+    """The channel sums of the rows ``rows[lo:hi]`` (a leaf's local totals), int64 of length C."""
+    cdef idx_t C = gh.shape[1], r, c, i
+    if not 0 <= lo <= hi <= rows.shape[0]:
+        raise ValueError("row range out of bounds")
+    out = np.zeros(C, dtype=np.int64)
+    cdef fixed_t[::1] o = out
+    with nogil:
         for r in range(lo, hi):
             i = rows[r]
-            b = XT[j, i]
-            s = base + (nb if b == MISSING_BIN else b)
-            g = &gh[i, 0]
-            h = &hist[s, 0]
             for c in range(C):
-                h[c] = h[c] + g[c]
+                o[c] += gh[i, c]
+    return out
 
 
 def subtract(const fixed_t[:, ::1] parent, const fixed_t[:, ::1] child, fixed_t[:, ::1] out):
@@ -203,32 +347,56 @@ def node_sums(const fixed_t[:, ::1] hist, const long long[::1] off):
     return out
 
 
+cdef inline bint _goes_left(bin_t b, int bin, bint missing_left) noexcept nogil:
+    if b == MISSING_BIN:
+        return missing_left
+    return b <= bin
+
+
 def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int feature, int bin,
               bint missing_left, idx_t[::1] scratch):
     """Stable in-place partition of ``rows[lo:hi]``: rows going left (``bin(x_f) <= bin``, missing
-    left iff ``missing_left``) first. Returns the first right position. ``scratch``: >= hi - lo entries."""
-    cdef idx_t r, i, a = lo, m = 0
-    cdef bin_t b
-    cdef bint go_left
+    left iff ``missing_left``) first. Returns the first right position. ``scratch``: >= hi - lo entries.
+
+    Threads take consecutive chunks: each counts its left rows, then writes them at its offset
+    among the lefts (and its right rows at its offset in ``scratch``), so the order is kept."""
+    cdef idx_t n = hi - lo, r, i, t, nt, a, m, c0, c1, total_left
     if not 0 <= lo <= hi <= rows.shape[0] or scratch.shape[0] < hi - lo or not 0 <= feature < XT.shape[0]:
         raise ValueError("out of bounds")
-    with nogil:
-        for r in range(lo, hi):
+    nt = max(1, min(mb_get_max_threads(), n // 65536))
+    lefts_np = np.zeros(nt + 1, dtype=np.intp)
+    cdef idx_t[::1] lefts = lefts_np
+    cdef const bin_t* col = &XT[feature, 0]
+    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+        c0 = lo + t * n // nt
+        c1 = lo + (t + 1) * n // nt
+        m = 0
+        for r in range(c0, c1):
+            if _goes_left(col[rows[r]], bin, missing_left):
+                m = m + 1
+        lefts[t + 1] = m
+    for t in range(nt):
+        lefts[t + 1] += lefts[t]
+    total_left = lefts[nt]
+    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+        c0 = lo + t * n // nt
+        c1 = lo + (t + 1) * n // nt
+        a = lefts[t]  # this chunk's lefts go to scratch[a ..], its rights to scratch[total_left + c0 - lo - a ..]
+        m = total_left + (c0 - lo) - lefts[t]
+        for r in range(c0, c1):
             i = rows[r]
-            b = XT[feature, i]
-            if b == MISSING_BIN:
-                go_left = missing_left
-            else:
-                go_left = b <= bin
-            if go_left:
-                rows[a] = i
-                a += 1
+            if _goes_left(col[i], bin, missing_left):
+                scratch[a] = i
+                a = a + 1
             else:
                 scratch[m] = i
-                m += 1
-        for r in range(m):
-            rows[a + r] = scratch[r]
-    return a
+                m = m + 1
+    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
+        c0 = t * n // nt
+        c1 = (t + 1) * n // nt
+        for r in range(c0, c1):
+            rows[lo + r] = scratch[r]
+    return lo + total_left
 
 
 cdef inline node_t _leaf_of(const bin_t[:, ::1] XT, idx_t i, const node_t* feat, const node_t* bins,
@@ -280,3 +448,82 @@ def add_trees(const bin_t[:, ::1] XT, const node_t[::1] feature, const node_t[::
                 leaf = _leaf_of(XT, i, &feature[s], &bin[s], &missing_left[s], &left[s], &right[s])
                 for v in range(V):
                     out[i, v] = out[i, v] + coef[t] * value[s + leaf, v]
+
+
+# ------------------------------------------------------------ Newton boosting
+from libc.math cimport exp, tanh
+
+
+def logistic_units(const double[::1] F, double init, const double[::1] target, int shift, fixed_t[:, ::1] gh):
+    """One pass of the binary log-loss at the scores ``F + init``: ``gh[i] = (units of p - t,
+    units of p (1 - p) (at least one), 1)`` with ``p = sigmoid(F + init)`` and ``t`` the 0/1
+    target. Rows are independent: the same units for any split of the rows or threads."""
+    cdef idx_t n = F.shape[0], i
+    cdef double p, z, scale = ldexp(1.0, shift)
+    cdef fixed_t u
+    if target.shape[0] != n or gh.shape[0] != n or gh.shape[1] != 3:
+        raise ValueError("shape mismatch")
+    for i in prange(n, nogil=True, schedule="static"):
+        z = F[i] + init
+        p = 0.5 * (1.0 + tanh(0.5 * z))  # sigmoid without overflow
+        gh[i, 0] = <fixed_t> llrint((p - target[i]) * scale)
+        u = <fixed_t> llrint(p * (1.0 - p) * scale)
+        if u == 0 and p * (1.0 - p) > 0:
+            u = 1
+        gh[i, 1] = u
+        gh[i, 2] = 1
+
+
+def softmax_units(const double[:, ::1] F, const double[::1] init, const int[::1] cls, int shift,
+                  fixed_t[:, ::1] gh):
+    """One pass of the multinomial log-loss at ``F + init`` (n, K): ``gh[i] = (units of p_k - [y = k]
+    for each k, units of K/(K-1) p_k (1 - p_k) (at least one) for each k, 1)``."""
+    cdef idx_t n = F.shape[0], K = F.shape[1], i, k
+    cdef double m, s, p, h, factor, scale = ldexp(1.0, shift)
+    cdef fixed_t u
+    if init.shape[0] != K or cls.shape[0] != n or gh.shape[0] != n or gh.shape[1] != 2 * K + 1 or K < 2:
+        raise ValueError("shape mismatch")
+    factor = K / (K - 1.0)
+    for i in prange(n, nogil=True, schedule="static"):
+        m = F[i, 0] + init[0]
+        for k in range(1, K):
+            if F[i, k] + init[k] > m:
+                m = F[i, k] + init[k]
+        s = 0.0
+        for k in range(K):
+            s = s + exp(F[i, k] + init[k] - m)
+        for k in range(K):
+            p = exp(F[i, k] + init[k] - m) / s
+            gh[i, k] = <fixed_t> llrint((p - (1.0 if cls[i] == k else 0.0)) * scale)
+            h = factor * p * (1.0 - p)
+            u = <fixed_t> llrint(h * scale)
+            if u == 0 and h > 0:
+                u = 1
+            gh[i, K + k] = u
+        gh[i, 2 * K] = 1
+
+
+def add_leaves(double[:, ::1] F, const double[:, ::1] value, const node_t[::1] leaf, const int[::1] cls,
+               const signed char[::1] sign):
+    """``F[i, :] += value[leaf[i], :]``; returns the rows now misclassified: ``sign(F) != sign[i]``
+    (K = 1, a zero score is +1) or ``argmax F != cls[i]`` (ties: the highest class)."""
+    cdef idx_t n = F.shape[0], K = F.shape[1], i, k, best
+    cdef long long wrong = 0
+    if value.shape[1] != K or leaf.shape[0] != n:
+        raise ValueError("shape mismatch")
+    if (K == 1 and sign.shape[0] != n) or (K > 1 and cls.shape[0] != n):
+        raise ValueError("shape mismatch")
+    for i in prange(n, nogil=True, schedule="static"):
+        for k in range(K):
+            F[i, k] = F[i, k] + value[leaf[i], k]
+        if K == 1:
+            if (1 if F[i, 0] >= 0 else -1) != sign[i]:
+                wrong += 1
+        else:
+            best = 0
+            for k in range(1, K):
+                if F[i, k] >= F[i, best]:
+                    best = k
+            if best != cls[i]:
+                wrong += 1
+    return int(wrong)

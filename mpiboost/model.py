@@ -542,6 +542,10 @@ class Model:
                 raise InputError(f"{where}: tree {k} holds a leaf value that is not finite")
             if tr.kind == "sign" and (V != 1 or not np.isin(tr.value[~split], (-1.0, 1.0)).all()):
                 raise InputError(f"{where}: tree {k} of sign leaves holds a leaf value other than -1/+1")
+            leaves = tr.value[~split]
+            if tr.kind == "class" and (self.output != "argmax" or not np.isin(leaves, (0.0, 1.0)).all()
+                                       or not (leaves.sum(axis=1) == 1.0).all()):
+                raise InputError(f"{where}: tree {k} of class leaves must hold one 1 per leaf (one-hot)")
 
     def to_json(self) -> str:
         """Canonical JSON (sorted keys, exact floats, no volatile fields)."""
@@ -579,7 +583,7 @@ def _threshold_or_none(bins, f: int, b: int):
 
 ENSEMBLE_ARRAYS = ("feature", "bin", "left", "right", "missing_left", "coef", "domain", "round")
 TREE_ARRAYS = ("feature", "bin", "missing_left", "left", "right", "value", "start")
-TREE_KINDS = ("sign", "real")
+TREE_KINDS = ("sign", "real", "class")
 
 
 def _shown(value: Any) -> str:
@@ -820,12 +824,12 @@ def _read_trees(t, path: str, size: int, V: int) -> list:
     check_stored(t["value"], path, "trees/value", size)
     value = np.asarray(t["value"][()], dtype=np.float64)
     kinds = _dataset(t, "kind", path, size, "iu", start.shape[0] - 1, MAX_STUMPS)
-    kinds = _in_range(kinds, f"{path}: trees/kind", 0, 1, np.int64)
+    kinds = _in_range(kinds, f"{path}: trees/kind", 0, len(TREE_KINDS) - 1, np.int64)
     out = []
     for k in range(start.shape[0] - 1):
         lo, hi = int(start[k]), int(start[k + 1])
         out.append(Tree(a["feature"][lo:hi], a["bin"][lo:hi], a["missing_left"][lo:hi].astype(np.int64) & 0x1FF,
-                        a["left"][lo:hi], a["right"][lo:hi], value[lo:hi], ("sign", "real")[int(kinds[k])]))
+                        a["left"][lo:hi], a["right"][lo:hi], value[lo:hi], TREE_KINDS[int(kinds[k])]))
     return out
 
 

@@ -384,9 +384,13 @@ def round_metrics(t: int, h: Hypothesis, out: dict, n_train: int, verr: Optional
     if h.domain is not None:
         metrics["stump_domain"] = h.domain
     s = h.stump
-    metrics["stump"] = {"feature": s.feature, "bin": s.bin, "left": s.left, "missing_left": s.missing_left}
-    if s.right is not None:
-        metrics["stump"]["right"] = s.right
+    if hasattr(s, "n_leaves"):  # a tree: its size and its root split
+        metrics["tree"] = {"leaves": s.n_leaves, "nodes": s.n_nodes, "root_feature": int(s.feature[0]),
+                           "root_bin": int(s.bin[0])}
+    else:
+        metrics["stump"] = {"feature": s.feature, "bin": s.bin, "left": s.left, "missing_left": s.missing_left}
+        if s.right is not None:
+            metrics["stump"]["right"] = s.right
     metrics["bytes_sent"] = sum(v["sent"] for v in per_primitive.values())
     metrics["bytes_received"] = sum(v["received"] for v in per_primitive.values())
     metrics["bytes"] = per_primitive

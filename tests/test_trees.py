@@ -92,12 +92,15 @@ CASES = {
     "softmax": ("multi", ["--algo", "softmax", "--max-leaves", 8]),
     "softmax-stump": ("multi", ["--algo", "softmax", "--weak-learner", "stump"]),
     "samme": ("multi", ["--algo", "samme"]),
+    "samme-tree": ("multi", ["--algo", "samme", "--weak-learner", "tree", "--max-leaves", 5]),
+    "samme-tree-sample": ("multi", ["--algo", "samme", "--weak-learner", "tree", "--search", "sample",
+                                    "--samples", 500]),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_model_file_round_trip_and_lightgbm_export(files, case, tmp_path):
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     d, f = files
     which, args = CASES[case]
     train, test = f[which]
@@ -193,7 +196,7 @@ def _error(model, test):
 
 
 def test_logistic_boosters_come_near_lightgbm(files):
-    lgb = pytest.importorskip("lightgbm")
+    import lightgbm as lgb
     d, f = files
     for which, args, objective in (("bin", ["--algo", "adaboost", "--loss", "logistic", "--weak-learner", "tree"],
                                     "binary"),

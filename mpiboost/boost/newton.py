@@ -61,12 +61,14 @@ class NewtonBoost:
         self.scale = math.ldexp(1.0, -self.shift)
         self.gh = np.zeros((n, 2 * self.K + 1), dtype=np.int64)
         self.gh[:, 2 * self.K] = 1
+        self.cls = np.ascontiguousarray(data.y, dtype=np.int32) if self.K > 1 else np.zeros(0, dtype=np.int32)
+        self.sign = np.ascontiguousarray(data.y, dtype=np.int8) if self.K == 1 else np.zeros(0, dtype=np.int8)
         if self.K == 1:
-            self.target = (data.y > 0).astype(np.float64)[:, None]
+            self.target01 = (data.y > 0).astype(np.float64)
+            local = np.array([np.count_nonzero(data.y > 0)], dtype=np.int64)
         else:
-            self.target = np.zeros((n, self.K))
-            self.target[np.arange(n), np.asarray(data.y, dtype=np.int64)] = 1.0
-        counts = proto.reduce_counts(self.target.sum(axis=0).astype(np.int64))
+            local = np.bincount(np.asarray(data.y, dtype=np.int64), minlength=self.K).astype(np.int64)
+        counts = proto.reduce_counts(local)
         total = max(int(data.n_global), 1)
         if self.K == 1:
             pos = min(max(int(counts[0]) / total, MIN_FRACTION), 1.0 - MIN_FRACTION)
@@ -78,22 +80,12 @@ class NewtonBoost:
 
     def gradients(self) -> None:
         """Fill ``gh`` with the units of every row's gradients and hessians at ``F`` (+ the start)."""
-        F = self.F if self.started else self.F + self.init  # the start is in the first tree's leaves
+        init = np.zeros(self.K) if self.started else self.init  # the start is in the first tree's leaves
         if self.K == 1:
-            p = 0.5 * (1.0 + np.tanh(0.5 * F[:, 0]))  # sigmoid, no overflow
-            g = p - self.target[:, 0]
-            h = p * (1.0 - p)
-            _tree.to_units(np.ascontiguousarray(g), self.shift, self.gh, 0)
-            _tree.to_units(np.ascontiguousarray(h), self.shift, self.gh, 1, True)
-            return
-        z = F - F.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        p = e / e.sum(axis=1, keepdims=True)
-        factor = self.K / (self.K - 1.0)
-        for k in range(self.K):
-            _tree.to_units(np.ascontiguousarray(p[:, k] - self.target[:, k]), self.shift, self.gh, k)
-            _tree.to_units(np.ascontiguousarray(factor * p[:, k] * (1.0 - p[:, k])), self.shift, self.gh,
-                           self.K + k, True)
+            _tree.logistic_units(np.ascontiguousarray(self.F[:, 0]), float(init[0]), self.target01, self.shift,
+                                 self.gh)
+        else:
+            _tree.softmax_units(self.F, np.ascontiguousarray(init), self.cls, self.shift, self.gh)
 
     def select(self, t: int) -> Optional[Hypothesis]:
         """Round t's tree; None when it cannot split (after the first round)."""
@@ -122,12 +114,8 @@ class NewtonBoost:
             leaf = self._cache[1]
         else:
             leaf = tree.leaves(self.data.cols)  # a replayed round (resume)
-        self.F += tree.value[leaf] * h.coef
+        value = tree.value if h.coef == 1.0 else tree.value * h.coef
+        wrong = _tree.add_leaves(self.F, np.ascontiguousarray(value), np.ascontiguousarray(leaf, dtype=np.int32),
+                                 self.cls, self.sign)
         self.started = True
-        if self.K == 1:
-            wrong = np.count_nonzero(np.where(self.F[:, 0] >= 0, 1, -1) != self.data.y)
-        else:
-            from ..model import index_of_scores
-
-            wrong = np.count_nonzero(index_of_scores(np.ascontiguousarray(self.F)) != self.data.y)
         return int(self.proto.reduce_counts(np.array([wrong]))[0])

@@ -26,6 +26,12 @@ SEARCH_EXACT = Param(
     "search", str, "histogram", "how the weak learner is found: exact histograms only", choices=("histogram",),
 )
 WEAK_LEARNER_EXACT = WEAK_LEARNER_STUMP  # the stump-only algorithms (exact search)
+WEAK_LEARNER_TREE_EXACT = Param(
+    "weak_learner", str, "stump",
+    "the weak learner: stump (one split) or tree (a histogram tree grown leaf-wise, see --max-leaves), "
+    "found from exact histograms (histogram, the older spelling, means a stump)",
+    choices=("stump", "tree", "histogram"),
+)
 BETA = Param(
     "beta", float, 0.2, "weak learner slack beta: sets the sample size N of sample mode",
     low=0.0, high=1.0, low_open=True, high_open=True,
@@ -87,5 +93,7 @@ WEAK_LEARNER_STUMP_SEARCH = Param(
 )
 
 SAMPLING = (WEAK_LEARNER, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR, *TREE)
+EXACT_TREES = (WEAK_LEARNER_TREE_EXACT, *TREE)  # stump or tree, exact search only
+SAMPLING_CLASS = (WEAK_LEARNER, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR, *TREE_NEWTON)  # class trees: Gini
 SAMPLING_STUMP = (WEAK_LEARNER_STUMP_SEARCH, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR)
 ROW_WEIGHTS = (TRAIN_DOMAIN, ENTITY_BALANCED)

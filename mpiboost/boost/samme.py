@@ -24,7 +24,7 @@ import numpy as np
 from ..weak.class_stump import SPLITS, ClassStumpLearner
 from .adaboost import ERROR_CLIP
 from .base import Hypothesis, Param
-from .params import ROW_WEIGHTS, SAMPLING_STUMP as SAMPLING
+from .params import ROW_WEIGHTS, SAMPLING_CLASS as SAMPLING
 from .reweighting import Reweighting
 
 MAX_EXP = 709.0  # math.exp(x) is finite up to about 709.78
@@ -37,6 +37,7 @@ class SAMME(Reweighting):
     labels = "index"
     vote = "weighted"
     stop_message = "no weak edge left (weighted error >= 1 - 1/K)"
+    weak_learners = ("stump", "tree")
     parameters = (
         *SAMPLING,
         Param("split", str, "error",
@@ -55,6 +56,13 @@ class SAMME(Reweighting):
     def make_learner(self, data, proto):
         self.K = int(data.n_classes)
         self.margin = np.zeros((data.n_local, self.K))  # per-class scores of the ensemble
+        if self.params["weak_learner"] == "tree":
+            # class trees grow by the weighted Gini gain (--split chooses the stump's rule)
+            from ..weak.tree import TreeClassifierLearner, TreeSpec
+
+            return TreeClassifierLearner(TreeSpec.from_params(self.params), proto, data.cols, data.y,
+                                         data.bins.n_bins, data.n_global, search=self.params["search"],
+                                         n_samples=self.sample_size(data), start=data.start, n_classes=self.K)
         return ClassStumpLearner(
             self.params["search"], proto, data.cols, data.y, self.K, data.bins.n_bins,
             self.sample_size(data), start=data.start, split=self.params["split"],

@@ -18,7 +18,7 @@ import numpy as np
 from .msdtra import mix_plan
 from .transfer import (CANDIDATES_PARAM, EPS_FLOOR_PARAM, HIGH_ERROR_PARAM, INITIAL_SPLIT_PARAM, ROUNDS, TARGET_DOMAIN,
                        Plan, TransferBoosting, vote_from_param)
-from .params import WEAK_LEARNER_EXACT
+from .params import EXACT_TREES
 
 
 class TrAdaBoost(TransferBoosting):
@@ -27,7 +27,7 @@ class TrAdaBoost(TransferBoosting):
     per_source = False  # one candidate trained on every row
     multi_stump_rounds = False
     dynamic = False
-    parameters = (WEAK_LEARNER_EXACT, TARGET_DOMAIN, vote_from_param("half"), HIGH_ERROR_PARAM, ROUNDS,
+    parameters = (*EXACT_TREES, TARGET_DOMAIN, vote_from_param("half"), HIGH_ERROR_PARAM, ROUNDS,
                   CANDIDATES_PARAM, INITIAL_SPLIT_PARAM, EPS_FLOOR_PARAM)
 
     def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:

@@ -56,7 +56,7 @@ from .._ext import _exact, _histogram, _transfer, _weights
 from ..protocol import FIXED_SHIFT, Protocol
 from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param, domain_index
-from .params import WEAK_LEARNER_EXACT
+from .params import EXACT_TREES
 
 EPS_MIN = 1e-10  # a round with no target error gets this one (beta_t > 0)
 EPS_CLIP = 0.499  # high_error = "clip": rounds at or above 1/2 go on with this error
@@ -180,11 +180,12 @@ class TransferBoosting(Algorithm):
 
     tasks = ("transfer",)
     vote = "weighted"
+    weak_learners = ("stump", "tree")
     per_source = True
     multi_stump_rounds = True
     needs_rounds = True  # the source factor depends on the number of rounds M
     stop_message = "the round's target error reached 1/2 (--high-error clip goes on)"
-    parameters = (WEAK_LEARNER_EXACT, TARGET_DOMAIN, vote_from_param("first"), HIGH_ERROR_PARAM, ROUNDS,
+    parameters = (*EXACT_TREES, TARGET_DOMAIN, vote_from_param("first"), HIGH_ERROR_PARAM, ROUNDS,
                   CANDIDATES_PARAM, INITIAL_SPLIT_PARAM, EPS_FLOOR_PARAM)
 
     @classmethod
@@ -269,6 +270,12 @@ class TransferBoosting(Algorithm):
         self._tmp = np.zeros((data.d, 256), dtype=np.int64)
         self.n_bins = np.ascontiguousarray(data.bins.n_bins, dtype=np.int64)
         self.beta_a = beta_a(self.n_source, self.rounds)
+        self.tree_learner = None
+        if self.params.get("weak_learner") == "tree":
+            from ..weak.tree import TreeClassifierLearner, TreeSpec
+
+            self.tree_learner = TreeClassifierLearner(TreeSpec.from_params(self.params), proto, data.cols, data.y,
+                                                      data.bins.n_bins, data.n_global)
         self._cache: Optional[tuple] = None
         self._version = 0
         self.model = self.new_model(data)
@@ -287,9 +294,22 @@ class TransferBoosting(Algorithm):
             return [(0, 1), (1,)]  # every row (sources + target), then the target alone
         return [(0,)]  # the single histogram of every row
 
+    def _group_rows(self, doms: tuple) -> np.ndarray:
+        """This rank's rows behind a :meth:`candidate_domains` entry (histogram indices)."""
+        if self.per_source:
+            return np.flatnonzero(np.isin(self.domain, doms)).astype(np.intp)
+        if doms == (0,) or doms == (0, 1):
+            return np.arange(self.data.n_local, dtype=np.intp)  # every row
+        return np.flatnonzero(self._is_target == 1).astype(np.intp)  # (1,): the target alone
+
     def candidates(self) -> list:
-        """This round's candidate stumps, one per entry of :meth:`candidate_domains` (same on every rank)."""
+        """This round's candidate stumps (or trees), one per entry of :meth:`candidate_domains` (same on every rank).
+
+        A tree candidate is grown on its group's rows only, with their current weights: the tree
+        counterpart of the stump chosen from the group's histogram."""
         groups = self.candidate_domains()
+        if self.tree_learner is not None:
+            return [self.tree_learner.fit(self.w, subset=self._group_rows(doms)).stump for doms in groups]
         self.local_histograms()
         hists = self.proto.reduce_histograms(self._hists, self.n_bins)
         packed = None
@@ -339,11 +359,23 @@ class TransferBoosting(Algorithm):
     def mixture_error(self, stumps: list, vt: np.ndarray, hard: bool) -> float:
         """Exact weighted target error of the mixture ``sum_k vt_k f_k`` (soft or thresholded)."""
         e = np.empty(self.t_rows.size)
-        f, b, lv, ml = self._stump_arrays(stumps)
-        _transfer.row_errors(self.t_cols, self.t_y, f, b, lv, ml, vt, hard, e)
+        cols, f, b, lv, ml = self._view(stumps, self.t_cols)
+        _transfer.row_errors(cols, self.t_y, f, b, lv, ml, vt, hard, e)
         wt = np.ascontiguousarray(self.w[self.t_rows])
         sums = self.proto.reduce_terms([_exact.partials(wt * e), _exact.partials(wt)])
         return float(sums[0] / sums[1])
+
+    @classmethod
+    def _view(cls, hyps: list, cols: np.ndarray) -> tuple:
+        """``(cols, feature, bin, left, missing_left)`` for the kernels that index columns by feature:
+        stumps read ``cols``; with a tree among them, every member reads its own column (a tree's
+        column of predictions, a stump's feature), stacked in member order."""
+        if not any(hasattr(h, "n_leaves") for h in hyps):
+            return (cols, *cls._stump_arrays(hyps))
+        view = np.ascontiguousarray(np.stack([h.column(cols) for h in hyps])) if hyps else cols[:0]
+        args = [h.args() for h in hyps]
+        return (view, np.arange(len(hyps), dtype=np.int32), np.array([a[0] for a in args], dtype=np.int32),
+                np.array([a[1] for a in args], dtype=np.int8), np.array([a[2] for a in args], dtype=np.uint8))
 
     @staticmethod
     def _stump_arrays(stumps: list):
@@ -403,6 +435,7 @@ class TransferBoosting(Algorithm):
         members = [(stumps[i], coef) for i, _, coef in plan.members]
         metrics = dict(plan.metrics)
         metrics["candidates"] = [
+            {"leaves": s.n_leaves, "root_feature": int(s.feature[0])} if hasattr(s, "n_leaves") else
             {"feature": s.feature, "bin": s.bin, "left": s.left, "missing_left": s.missing_left} for s in stumps
         ]
         (s0, c0), rest = members[0], members[1:]
@@ -468,11 +501,11 @@ class TransferBoosting(Algorithm):
     def apply(self, h: Hypothesis) -> dict:
         stumps, plan = self._replan(h)
         members = [(stumps[i], vt, coef) for i, vt, coef in plan.members]
-        f, b, lv, ml = self._stump_arrays([s for s, _, _ in members])
+        cols, f, b, lv, ml = self._view([s for s, _, _ in members], self.data.cols)
         vt = np.array([v for _, v, _ in members])
         coef = np.array([c for _, _, c in members])
         te, se = _transfer.transfer_update(
-            self.w, self.score, self.data.cols, self.data.y, self.is_source, f, b, lv, ml, vt, coef, plan.hard,
+            self.w, self.score, cols, self.data.y, self.is_source, f, b, lv, ml, vt, coef, plan.hard,
             plan.target[0], plan.target[1], plan.source[0], plan.source[1],
         )
         if plan.own_source:

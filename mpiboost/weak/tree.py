@@ -37,12 +37,16 @@ from .stump import Choice, Stump
 
 GAINS = ("newton", "error")
 EXCHANGES = ("center", "reduce-scatter")
-LEAF_KINDS = ("sign", "real")
+LEAF_KINDS = ("sign", "real", "class")  # class: one-hot leaves of K values (the leaf's class scores 1)
 # Gradient units: a row's g and h (|g| <= 1, 0 <= h <= 1) are rounded to units of 2**-s with
 # s = GH_BITS - bit_length(n), so the sum over all n rows stays below 2**GH_BITS (no int64
 # overflow) whatever the data; a positive hessian never rounds to zero units.
 GH_BITS = 62
 MAX_GH_SHIFT = 52
+# A node with fewer than 1/ROW_WISE_BELOW of the rank's rows builds its histogram from the row-major
+# copy of the bins (its rows are scattered; one cache line per row), a larger one feature by
+# feature (scripts/bench/bench_trees.py measures both; the sums are the same integers either way).
+ROW_WISE_BELOW = 64
 
 
 def gh_shift(n_global: int) -> int:
@@ -121,24 +125,41 @@ class Tree:
         return self.value[self.leaves(cols)]
 
     def predict(self, cols: np.ndarray) -> np.ndarray:
-        """h(x): -1/+1 (int8) of a sign tree."""
+        """h(x): -1/+1 (int8) of a sign tree, the class (int32) of a class tree."""
+        if self.kind == "class":
+            return self.leaf_class[self.leaves(cols)]
         return np.where(self.value[self.leaves(cols), 0] >= 0, 1, -1).astype(np.int8)
 
     # The stump kernels' interface: a sign tree is "bin(x) <= 0 -> +1, else -1" on the column of
     # its predictions (0 where it says +1, 1 where it says -1), so every kernel written for
     # stumps (weighted errors, reweighting, cells, margins) runs a sign tree unchanged.
+    # A class tree reads as the column of its predicted classes with the class-stump rule "bin < 0:
+    # the column is the class" (cython_ext/_stump.pxd), for the class kernels (SAMME's).
     def column(self, cols: np.ndarray) -> np.ndarray:
-        if self.kind != "sign":
-            raise TypeError("only a sign tree reads as a stump column")
-        cached = self._cached
-        if cached is not None and cached[0] is cols:
-            return cached[1]
-        col = (self.value[self.leaves(cols), 0] < 0).astype(np.uint8)
-        self._cached = (cols, col)
+        if self.kind == "real":
+            raise TypeError("a tree of real leaves does not read as a stump column")
+        cached = self._cached or []
+        for c, col in cached:
+            if c is cols:
+                return col
+        if self.kind == "sign":
+            col = (self.value[self.leaves(cols), 0] < 0).astype(np.uint8)
+        else:
+            col = self.leaf_class[self.leaves(cols)].astype(np.uint8)
+        self._cached = [(cols, col), *cached[:2]]  # the training rows, a subset of them, validation rows
         return col
+
+    @property
+    def leaf_class(self) -> np.ndarray:
+        """Each node's class (the argmax of its one-hot value) of a class tree."""
+        return np.argmax(self.value, axis=1).astype(np.int32)
 
     def args(self) -> tuple[int, int, bool]:
         return 0, 1, False
+
+    def class_args(self) -> tuple[int, int, int, bool]:
+        return -1, 0, 0, False
+
 
     # ------------------------------------------------------------- export
     def to_dict(self) -> dict:
@@ -179,6 +200,8 @@ class TreeGrower:
         self.d = int(cols.shape[0])
         n = int(cols.shape[1])
         self.rows = np.arange(n, dtype=np.intp)
+        # Row-major bins for the nodes below the root, whose rows are scattered (d bytes a row).
+        self.XR = np.ascontiguousarray(cols.T) if n and self.d else np.zeros((n, self.d), dtype=np.uint8)
         self.scratch = np.empty(n, dtype=np.intp)
         self.criterion = GAINS.index(spec.split_gain)
         self.bytes_per_tree: list = []
@@ -257,11 +280,14 @@ class TreeGrower:
 
     # ---------------------------------------------------------------- grow
     def grow(self, gh: np.ndarray, K: int, g_scale: float, h_scale: float,
-             leaf_value: Callable[[np.ndarray], np.ndarray], kind: str) -> tuple[Tree, np.ndarray]:
+             leaf_value: Callable[[np.ndarray], np.ndarray], kind: str,
+             subset: Optional[np.ndarray] = None) -> tuple[Tree, np.ndarray]:
         """One tree for this rank's fixed-point ``gh`` (n_local, 2K+1), the same on every rank.
 
-        ``leaf_value(sums)`` maps a leaf's int64 channel sums to its V output values (called on
-        the center, or everywhere for reduce-scatter). Returns the tree and each local row's leaf.
+        ``leaf_value(sums)`` maps a leaf's int64 channel sums to its V output values (computed
+        alike on every rank from the exact leaf sums). ``subset``: grow on these local rows only
+        (sorted indices; e.g. one domain's). Returns the tree and each local row's leaf (-1 for a
+        row outside ``subset``).
         """
         spec, C = self.spec, 2 * K + 1
         n = self.cols.shape[1]
@@ -270,13 +296,18 @@ class TreeGrower:
         gh = np.ascontiguousarray(gh, dtype=np.int64)
         P = int(self.off[-1])
         rows, cols = self.rows, self.cols
-        rows[:] = np.arange(n, dtype=np.intp)
+        if subset is None:
+            m = n
+            rows[:] = np.arange(n, dtype=np.intp)
+        else:
+            m = int(subset.shape[0])
+            rows[:m] = subset
         sent0 = self._bytes()
         local = np.empty((P, C), dtype=np.int64)
-        _tree.node_histogram(cols, gh, rows, 0, n, self.off, local)
+        _tree.node_histogram(cols, gh, rows, 0, m, self.off, local, subset is None)
         root = self._reduce(local)
         hists = {0: root}
-        rng = {0: (0, n)}
+        rng = {0: (0, m)}
         depth = {0: 0}
         feature, binv, mleft, lc, rc = [-1], [0], [0], [-1], [-1]
         gains = [0.0]
@@ -327,7 +358,10 @@ class TreeGrower:
                 nl, nr = (int(x) for x in self.proto.reduce_counts(np.array([mid - lo, hi - mid], dtype=np.int64)))
             small, big = (L, R) if nl <= nr else (R, L)
             s_lo, s_hi = rng[small]
-            _tree.node_histogram(cols, gh, rows, s_lo, s_hi, self.off, local)
+            if (s_hi - s_lo) * ROW_WISE_BELOW < m:
+                _tree.node_histogram_rows(self.XR, gh, rows, s_lo, s_hi, self.off, local)
+            else:
+                _tree.node_histogram(cols, gh, rows, s_lo, s_hi, self.off, local)
             h_small = self._reduce(local)
             parent = hists.pop(node)
             best.pop(node)
@@ -344,13 +378,11 @@ class TreeGrower:
         is_leaf = np.array(feature) < 0
         # Leaf sums from each rank's own rows, summed exactly: every rank then computes the same
         # leaf values (no broadcast of values, and no rank needs a histogram holding feature 0).
-        local_sums = np.zeros((n_nodes, C), dtype=np.int64)
-        node_of_row = np.empty(n, dtype=np.int32)
+        node_of_row = np.full(n, -1, dtype=np.int32)
         for node in np.flatnonzero(is_leaf):
             lo, hi = rng[node]
             node_of_row[rows[lo:hi]] = node
-            if hi > lo:
-                local_sums[node] = gh[rows[lo:hi]].sum(axis=0)
+        local_sums = _tree.leaf_sums(gh, node_of_row, n_nodes)
         table = local_sums if self.proto is None else self.proto.reduce_counts(local_sums)
         value = np.zeros((n_nodes, 0))
         for node in np.flatnonzero(is_leaf):
@@ -376,46 +408,79 @@ def sign_leaf(sums: np.ndarray) -> np.ndarray:
     return np.array([1.0 if sums[0] >= 0 else -1.0])
 
 
-class SignTreeLearner:
-    """The tree counterpart of :class:`~mpiboost.weak.stump.StumpLearner`: a classifier tree
-    for row weights ``w`` and labels -1/+1, with the same interface (``fit``, ``error_terms``,
-    ``update``), so AdaBoost and SmoothBoost take it unchanged.
+def class_leaf(K: int):
+    """The one-hot value of the leaf's heaviest class (ties: the highest class, as class stumps)."""
+    def leaf(sums: np.ndarray) -> np.ndarray:
+        w = sums[:K]
+        out = np.zeros(K)
+        out[K - 1 - int(np.argmax(w[::-1]))] = 1.0
+        return out
+    return leaf
 
-    The split gain is the exponential loss's Newton gain at the current weights
-    (``S^2 / (W + l2)`` per side, S the weighted label sum, W the weight: the weighted Gini
-    criterion), or ``error`` (the drop of the weighted error, with which a tree of two leaves
-    is the stump of the histogram search, bit for bit). Weights are scaled so the mean row
-    weighs 1 (``--min-child-weight`` and ``--l2`` then read as for LightGBM's hessians).
+
+class TreeClassifierLearner:
+    """The tree counterpart of the stump learners: a classifier tree for row weights ``w``, with
+    their interface (``fit``, ``error_terms``, ``update``), so the reweighting algorithms take it
+    unchanged.
+
+    ``K == 1``: labels -1/+1 and sign leaves (AdaBoost, SmoothBoost); the split gain is the
+    exponential loss's Newton gain at the current weights (``S^2 / (W + l2)`` per side, S the
+    weighted label sum, W the weight: the weighted Gini criterion), or ``error`` (the drop of the
+    weighted error, with which a tree of two leaves is the stump of the histogram search, bit for
+    bit). ``K >= 2``: class indices and class leaves (SAMME), grown by the weighted Gini gain
+    ``sum_k W_k^2 / W`` per side. Weights are scaled so the mean row weighs 1
+    (``--min-child-weight`` and ``--l2`` then read as for LightGBM's hessians).
     """
 
-    output = "sign"
-    reduces = "per (feature, bin) slot: w*y, w and row counts, int64 fixed point"
-    mode = "histogram"
+    reduces = "per (feature, bin) slot: weight sums (signed, or per class), weights and row counts, int64"
 
     def __init__(self, spec: TreeSpec, proto, cols: np.ndarray, y: np.ndarray, n_bins: np.ndarray, n_global: int,
-                 search: str = "histogram", n_samples: int = 0, start: int = 0):
+                 search: str = "histogram", n_samples: int = 0, start: int = 0, n_classes: int = 1):
         if search not in ("histogram", "sample"):
             raise ValueError(f"search must be histogram or sample, not {search!r}")
-        self.spec, self.proto, self.cols, self.y = spec, proto, cols, y
+        self.K = int(n_classes)
+        self.kind = "sign" if self.K == 1 else "class"
+        self.output = "sign" if self.K == 1 else "argmax"
+        if self.K > 1:
+            spec = TreeSpec(**{**spec.__dict__, "split_gain": "newton"})
+        self.spec, self.proto, self.cols = spec, proto, cols
+        self.y = y if self.K == 1 else np.ascontiguousarray(y, dtype=np.int32)
+        self.cls = self.y  # the class kernels' name
         self.mode = search
         self.n_global, self.n_samples, self.start = int(n_global), int(n_samples), int(start)
         self.n_bins = np.ascontiguousarray(n_bins, dtype=np.int64)
         self.grower = TreeGrower(spec, proto, cols, n_bins) if search == "histogram" else None
-        self._gh = np.empty((cols.shape[1], 3), dtype=np.int64) if search == "histogram" else None
-        if self._gh is not None:
-            self._gh[:, 2] = 1
         self._cum = np.empty(cols.shape[1], dtype=np.int64)
-        self.stumps = spec.max_leaves == 2  # a tree of one split is a stump: stored as one
+        self.leaf_value = sign_leaf if self.K == 1 else class_leaf(self.K)
+        # a tree of one split is a stump: stored as one (sign trees; class trees grow by Gini)
+        self.stumps = spec.max_leaves == 2 and self.K == 1
 
-    def fit(self, w: np.ndarray, rng=None) -> Choice:
-        """The tree for the normalized row weights ``w``, the same on every rank."""
+    def _units(self, w: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The rows' fixed-point channels: (w y, w, 1), or (w [y = k] for each k, w K times, 1)."""
+        K = self.K
+        gh = np.zeros((w.shape[0], 2 * K + 1), dtype=np.int64)
+        gh[:, 2 * K] = 1
+        if K == 1:
+            _tree.to_units(np.ascontiguousarray(w * y), FIXED_SHIFT, gh, 0)
+            _tree.to_units(w, FIXED_SHIFT, gh, 1, True)
+            return gh
+        _tree.to_units(w, FIXED_SHIFT, gh, K, True)
+        rows = np.arange(w.shape[0])
+        gh[rows, np.asarray(y, dtype=np.int64)] = gh[:, K]
+        gh[:, K + 1:2 * K] = gh[:, K:K + 1]
+        return gh
+
+    def fit(self, w: np.ndarray, rng=None, subset: Optional[np.ndarray] = None) -> Choice:
+        """The tree for the normalized row weights ``w``, the same on every rank (``subset``: on
+        these local rows only, e.g. one domain's)."""
         w = np.ascontiguousarray(w, dtype=np.float64)
         if self.mode == "sample":
+            if subset is not None:
+                raise ValueError("sample mode grows on every row")
             return self._fit_sample(w, rng)
-        _tree.to_units(np.ascontiguousarray(w * self.y), FIXED_SHIFT, self._gh, 0)
-        _tree.to_units(w, FIXED_SHIFT, self._gh, 1, True)
+        gh = self._units(w, self.y)
         scale = math.ldexp(1.0, -FIXED_SHIFT) * self.n_global
-        tree, _ = self.grower.grow(self._gh, 1, scale, scale, sign_leaf, "sign")
+        tree, _ = self.grower.grow(gh, self.K, scale, scale, self.leaf_value, self.kind, subset=subset)
         return Choice(as_stump(tree) if self.stumps else tree)
 
     def _fit_sample(self, w: np.ndarray, rng) -> Choice:
@@ -425,41 +490,53 @@ class SignTreeLearner:
         _weights.fixed_cumsum(w, FIXED_SHIFT, self._cum)
         sample = self.proto.proportional_sample(self._cum, self.cols, self.y, self.n_samples, rng, start=self.start)
         max_nodes = 2 * self.spec.max_leaves - 1
-        size = 2 + 6 * max_nodes
+        V = 1 if self.K == 1 else self.K
+        width = 5 + V
+        size = 2 + width * max_nodes
         packed = None
         if self.proto.is_center:
             Xs = np.ascontiguousarray(sample.X.T)
-            ys = np.asarray(sample.y, dtype=np.float64)
+            ys = np.asarray(sample.y)
             N = ys.shape[0]
-            gh = np.empty((N, 3), dtype=np.int64)
-            gh[:, 2] = 1
-            unit = np.full(N, 1.0 / N)
-            _tree.to_units(np.ascontiguousarray(unit * ys), FIXED_SHIFT, gh, 0)
-            _tree.to_units(unit, FIXED_SHIFT, gh, 1, True)
+            gh = self._units(np.full(N, 1.0 / N), ys.astype(np.float64) if self.K == 1 else ys)
             scale = math.ldexp(1.0, -FIXED_SHIFT) * N
-            tree, _ = TreeGrower(self.spec, None, Xs, self.n_bins).grow(gh, 1, scale, scale, sign_leaf, "sign")
+            tree, _ = TreeGrower(self.spec, None, Xs, self.n_bins).grow(gh, self.K, scale, scale, self.leaf_value,
+                                                                        self.kind)
             wrong = int(np.count_nonzero(tree.predict(Xs) != ys))
             packed = np.zeros(size)
             m = tree.n_nodes
             packed[0], packed[1] = m, wrong / N
-            body = np.stack([tree.feature, tree.bin, tree.missing_left, tree.left, tree.right, tree.value[:, 0]], 1)
-            packed[2:2 + 6 * m] = body.ravel()
+            body = np.concatenate([np.stack([tree.feature, tree.bin, tree.missing_left, tree.left, tree.right], 1),
+                                   tree.value], axis=1)
+            packed[2:2 + width * m] = body.ravel()
         v = self.proto.broadcast_hypothesis(packed, size)
         m = int(v[0])
-        body = v[2:2 + 6 * m].reshape(m, 6)
-        tree = Tree(body[:, 0], body[:, 1], body[:, 2], body[:, 3], body[:, 4], body[:, 5:6], "sign")
+        body = v[2:2 + width * m].reshape(m, width)
+        tree = Tree(body[:, 0], body[:, 1], body[:, 2], body[:, 3], body[:, 4], body[:, 5:], self.kind)
         return Choice(as_stump(tree) if self.stumps else tree, sample_error=float(v[1]))
 
     def error_terms(self, h, w: np.ndarray):
+        if self.K > 1:
+            from .._ext import _multiclass
+
+            return _multiclass.class_error_terms(h.column(self.cols), self.y, w, *h.class_args())
         from .._ext import _weights
 
         return _weights.error_terms(h.column(self.cols), self.y, w, *h.args())
 
     def update(self, w, margin, h, factor_correct, factor_wrong, coef):
+        if self.K > 1:
+            from .._ext import _multiclass
+
+            return _multiclass.apply_class_stump(w, margin, h.column(self.cols), self.y, *h.class_args(),
+                                                 factor_correct, factor_wrong, coef)
         from .._ext import _weights
 
         return _weights.apply_stump(w, margin, h.column(self.cols), self.y, *h.args(), factor_correct,
                                     factor_wrong, coef)
+
+
+SignTreeLearner = TreeClassifierLearner  # K = 1
 
 
 def as_stump(tree: Tree) -> Stump:
