@@ -223,6 +223,8 @@ class Model:
         from ._ext import _predict
 
         cols = np.ascontiguousarray(cols, dtype=np.uint8)
+        if self.trees and self.vote == "task":
+            return self._task_tree_scores(cols, task)
         if self.trees:
             out = self.tree_scores(cols, 0, self.n_stumps, self.vote_coefficients())
             return out if self.output == "argmax" else out[:, 0]
@@ -273,6 +275,21 @@ class Model:
             _tree.add_trees(cols, feature[n0:n1], bin_[n0:n1], ml[n0:n1], left[n0:n1], right[n0:n1],
                             value[n0:n1], np.ascontiguousarray(s - n0), np.ascontiguousarray(coef[lo:hi],
                                                                                                dtype=np.float64), out)
+        return out
+
+    def _task_tree_scores(self, cols: np.ndarray, task: Optional[np.ndarray]) -> np.ndarray:
+        """:meth:`_task_scores` of a model of trees: a member outside a row's task votes 0 for it
+        (a zero coefficient adds +-0, so the sums are the task's own, bit for bit)."""
+        if task is None:
+            if len(self.domain_names or []) > 1:
+                raise ValueError("this model has one ensemble per task: pass every row's task")
+            task = np.zeros(cols.shape[1], dtype=np.int64)
+        task = np.asarray(task)
+        out = np.zeros(cols.shape[1], dtype=np.float64)
+        for k in np.unique(task):
+            rows = np.flatnonzero(task == k)
+            coef = np.where((self.domain == k) | (self.domain < 0), self.coef, 0.0)
+            out[rows] = self.tree_scores(np.ascontiguousarray(cols[:, rows]), 0, self.n_stumps, coef)[:, 0]
         return out
 
     def predict_proba(self, cols: np.ndarray) -> np.ndarray:
@@ -515,8 +532,8 @@ class Model:
         if self.tree.shape != (n,) or not np.array_equal(self.tree, np.arange(n, dtype=np.int32)):
             raise InputError(f"{where}: ensemble/tree must number the {n} members' trees 0..{n - 1} (a model of trees "
                              f"holds trees only), has {T} trees")
-        if self.vote not in ("weighted", "majority") or self.domain_classifier is not None:
-            raise InputError(f"{where}: a model of trees votes weighted or by majority (not {self.vote})")
+        if self.vote not in ("weighted", "majority", "task") or self.domain_classifier is not None:
+            raise InputError(f"{where}: a model of trees votes weighted, by majority or per task (not {self.vote})")
         V = 1 if self.output == "sign" else self.n_classes
         d = self.n_features
         for k, tr in enumerate(self.trees):
@@ -879,7 +896,12 @@ class Scorer:
 
         m, lo, hi = self.model, self.done, self.model.n_stumps
         if m.trees:
-            if hi > lo:
+            if hi > lo and self.Q is not None:  # one ensemble per task: member t counts for its task's rows
+                for t in range(lo, hi):
+                    k = int(m.domain[t])
+                    vals = m.trees[int(m.tree[t])].values(self.cols)[:, 0]
+                    self.scores[:] += m.coef[t] * (vals if k < 0 else self.Q[:, k] * vals)
+            elif hi > lo:
                 out = self.scores if m.output == "argmax" else self.scores[:, None]
                 m.tree_scores(self.cols, lo, hi, m.coef, out)
             self.done = hi

@@ -213,3 +213,41 @@ def test_logistic_boosters_come_near_lightgbm(files):
         theirs_pred = np.where(pred >= 0.5, 1, -1) if which == "bin" else pred.argmax(axis=1)
         theirs = float(np.mean(theirs_pred != b["y"]))
         assert ours <= theirs + 0.02, (which, ours, theirs)
+
+
+def _synth(d, *args):
+    assert _run("synth", *args) == 0
+
+
+def test_transfer_and_multitask_take_trees(tmp_path):
+    """The transfer family's candidates and IS multi-task's steps as trees: trained, saved, scored."""
+    _synth(tmp_path, "transfer", "--n", 400, "--target-n", 40, "--sources", 2, "--task-seed", 1, "--seed", 1,
+           "--out", tmp_path / "tr.h5", "--split-domains")
+    _synth(tmp_path, "transfer", "--n", 3000, "--sources", 0, "--task-seed", 1, "--seed", 2, "--out",
+           tmp_path / "tr-test.h5")
+    for algo in ("msdtra", "mstra", "tradaboost", "dtradaboost"):
+        model = tmp_path / f"{algo}.h5"
+        assert _run("train", "--algo", algo, "--target", tmp_path / "tr-target.h5", "--source",
+                    tmp_path / "tr-source1.h5", tmp_path / "tr-source2.h5", "--rounds", 10, "--weak-learner", "tree",
+                    "--max-leaves", 4, "--min-data-in-leaf", 5, "--model", model, "--quiet") == 0
+        m = Model.load(model)
+        assert m.has_trees and m.n_stumps >= 10
+        a = fmt.read_arrays(tmp_path / "tr-test.h5")
+        assert np.mean(m.predict_raw(a["X"]) != a["y"]) < 0.4, algo
+    _synth(tmp_path, "multitask", "--dataset", 1, "--n", 300, "--task-seed", 1, "--seed", 1, "--out",
+           tmp_path / "mt.h5")
+    _synth(tmp_path, "multitask", "--dataset", 1, "--n", 300, "--task-seed", 1, "--seed", 2, "--out",
+           tmp_path / "mt-test.h5")
+    for extra in ([], ["--start", "pooled"]):
+        model = tmp_path / "mt.model.h5"
+        assert _run("train", "--algo", "is-multitask", "--data", tmp_path / "mt.h5", "--lambda", 0.1, "--rounds", 30,
+                    "--weak-learner", "tree", "--max-leaves", 4, *extra, "--model", model, "--quiet") == 0
+        m = Model.load(model)
+        assert m.has_trees and m.vote == "task"
+        again = Model.load(model)
+        assert again.to_json() == m.to_json()
+        a = fmt.read_arrays(tmp_path / "mt-test.h5")
+        cols = np.empty((a["X"].shape[1], a["X"].shape[0]), dtype=np.uint8)
+        m.bins.transform(a["X"], out=cols.T)
+        score = m.decision_function(cols, task=a["domain"])
+        assert np.mean(np.where(score >= 0, 1, -1) != a["y"]) < 0.4

@@ -50,7 +50,7 @@ from .._ext import _exact, _multitask, _weights
 from ..weak.stump import StumpLearner
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
-from .params import SAMPLING_STUMP as SAMPLING
+from .params import SAMPLING
 
 _TASK_DRAW = 0x15A7  # RNG stream of the outer rounds' task draws
 # `--lambda auto`: the paper's experiments' grid; 0 is in it (method C: the tasks alone)
@@ -65,6 +65,7 @@ class ISMultitask(Algorithm):
     tasks = ("binary", "multi-domain")
     labels = "signed"
     vote = "task"
+    weak_learners = ("stump", "tree")
     parameters = (
         *SAMPLING,
         Param("lam", float, 0.1, "lambda: the weight of each other task's ensemble in a task's risk (0: AdaBoost "
@@ -307,8 +308,16 @@ class _Block:
         self.cols = data.cols if rows is None else np.ascontiguousarray(data.cols[:, rows])
         self.y = data.y if rows is None else np.ascontiguousarray(data.y[rows])
         self.labels = np.ones(self.n, dtype=np.int8)  # the step's pseudo-labels (the learner reads them)
-        self.learner = StumpLearner(params.get("search", "histogram"), proto, self.cols, self.labels,
-                                    data.bins.n_bins, n_samples, start=data.start, hist=hist)
+        if params.get("weak_learner") == "tree":
+            from ..weak.tree import TreeClassifierLearner, TreeSpec
+
+            # the Case-1 step's weak learner: a sign tree for the step's costs as weights and its pseudo-labels
+            self.learner = TreeClassifierLearner(TreeSpec.from_params(params), proto, self.cols, self.labels,
+                                                 data.bins.n_bins, n_global, search=params.get("search", "histogram"),
+                                                 n_samples=n_samples, start=data.start)
+        else:
+            self.learner = StumpLearner(params.get("search", "histogram"), proto, self.cols, self.labels,
+                                        data.bins.n_bins, n_samples, start=data.start, hist=hist)
         self.F = np.zeros((J, self.n))  # F[j]: task j's ensemble on these rows
         self.a, self.b, self.weights = (np.zeros(self.n) for _ in range(3))  # a step's per-row costs
         self.w = self.initial_weights()

@@ -150,7 +150,9 @@ def run_ours(args, mpiexec: str, train: str, test: str, ranks: int, threads: int
         return {"error": (err or out)[-1500:], "command": shlex.join(cmd)}
     s = last_summary(metrics)
     ev = [sys.executable, "-m", "mpiboost", "evaluate", "--model", model, "--data", test]
-    _, eout, _, _ = run_cmd(ev, args.timeout)
+    _, eout, eerr, erc = run_cmd(ev, args.timeout)
+    if erc:
+        return {"error": f"evaluate: {(eerr or eout)[-1500:]}", "command": shlex.join(cmd)}
     rounds = max(1, s["rounds"])
     return {"train_seconds": s["seconds"]["total"], "rounds_seconds": s["seconds"]["rounds"], "process_seconds": wall,
             "peak_rss_bytes": max(s["peak_rss_bytes"]["per_rank"]),
