@@ -99,6 +99,28 @@ cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* gh, idx_t C, const 
         b0 = b1
 
 
+cdef void _block_hist_features(const bin_t[:, ::1] XT, const fixed_t* gh, idx_t C, const idx_t* rows,
+                               bint identity, idx_t lo, idx_t hi, const long long* off, fixed_t* h,
+                               idx_t j0, idx_t j1) noexcept nogil:
+    """Rows [lo, hi) of features j0 .. j1-1 only, into the full histogram ``h`` (their slots only)."""
+    cdef idx_t j, r, i, nb, base, c
+    cdef const bin_t* col
+    cdef const fixed_t* g
+    cdef fixed_t* t
+    cdef bin_t b
+    for j in range(j0, j1):
+        col = &XT[j, 0]
+        base = off[j]
+        nb = off[j + 1] - base - 1
+        for r in range(lo, hi):
+            i = r if identity else rows[r]
+            b = col[i]
+            t = h + C * (base + (nb if b == MISSING_BIN else b))
+            g = gh + C * i
+            for c in range(C):
+                t[c] += g[c]
+
+
 def node_histogram(const bin_t[:, ::1] XT, const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi,
                    const long long[::1] off, fixed_t[:, ::1] hist, bint identity=False):
     """``hist[off[j] + b, c] = sum of gh[i, c]`` over the rows ``i = rows[lo:hi]`` with bin b of feature j
@@ -117,6 +139,14 @@ def node_histogram(const bin_t[:, ::1] XT, const fixed_t[:, ::1] gh, const idx_t
     if n == 0 or d == 0:
         return
     cdef const idx_t* rp = &rows[0] if rows.shape[0] else NULL
+    cdef idx_t j, nf = min(mb_get_max_threads(), d)
+    if nt == 1 and nf > 1 and n >= 256:
+        # too few rows to split between threads: split the features instead (each thread owns its
+        # features' slots; the node's gradient rows are few enough to stay in cache for all of them)
+        for j in prange(nf, nogil=True, schedule="static", num_threads=nf):
+            _block_hist_features(XT, &gh[0, 0], C, rp, identity, lo, hi, &off[0], &hist[0, 0],
+                                 j * d // nf, (j + 1) * d // nf)
+        return
     if nt == 1:
         with nogil:
             _block_hist(XT, &gh[0, 0], C, rp, identity, lo, hi, &off[0], &hist[0, 0])
@@ -161,6 +191,26 @@ cdef void _rows_hist(const bin_t* XR, idx_t d, const fixed_t* gh, idx_t C, const
                     t[c] += g[c]
 
 
+cdef void _rows_hist_features(const bin_t* XR, idx_t d, const fixed_t* gh, idx_t C, const idx_t* rows, idx_t lo,
+                              idx_t hi, const long long* off, const long long* nbs, fixed_t* h, idx_t j0,
+                              idx_t j1) noexcept nogil:
+    """:func:`_rows_hist` for features j0 .. j1-1 only (their slots only)."""
+    cdef idx_t r, i, j, c
+    cdef const bin_t* row
+    cdef const fixed_t* g
+    cdef fixed_t* t
+    cdef long long b
+    for r in range(lo, hi):
+        i = rows[r]
+        row = XR + i * d
+        g = gh + C * i
+        for j in range(j0, j1):
+            b = row[j]
+            t = h + C * (off[j] + (b if b < nbs[j] else nbs[j]))
+            for c in range(C):
+                t[c] += g[c]
+
+
 def node_histogram_rows(const bin_t[:, ::1] XR, const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi,
                         const long long[::1] off, fixed_t[:, ::1] hist):
     """:func:`node_histogram` from row-major bins ``XR`` (n, d): the same sums, for nodes whose rows
@@ -180,6 +230,12 @@ def node_histogram_rows(const bin_t[:, ::1] XR, const fixed_t[:, ::1] gh, const 
     for j in range(d):
         nbs[j] = off[j + 1] - off[j] - 1  # the missing bin (255) lands in the last slot
     nt = max(1, min(mb_get_max_threads(), n // 8192))
+    cdef idx_t nf = min(mb_get_max_threads(), d)
+    if nt == 1 and nf > 1 and n >= 256:
+        for j in prange(nf, nogil=True, schedule="static", num_threads=nf):
+            _rows_hist_features(&XR[0, 0], d, &gh[0, 0], C, &rows[0], lo, hi, &off[0], &nbs[0], &hist[0, 0],
+                                j * d // nf, (j + 1) * d // nf)
+        return
     if nt == 1:
         with nogil:
             _rows_hist(&XR[0, 0], d, &gh[0, 0], C, &rows[0], lo, hi, &off[0], &nbs[0], &hist[0, 0])

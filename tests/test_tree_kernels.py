@@ -80,14 +80,40 @@ def test_node_histogram_matches_naive(threads, n, d, K, skew):
                 np.testing.assert_array_equal(hist[off[j]:off[j + 1], c], want)
 
 
-def test_partition_is_stable_and_matches_naive():
+@pytest.mark.parametrize("n,d,K", [(0, 3, 1), (7, 2, 1), (3000, 5, 2), (40000, 4, 1)])
+def test_row_major_histogram_matches_naive(threads, n, d, K):
+    rng = np.random.default_rng(n + 7)
+    nb = rng.integers(1, 30, size=d)
+    X = _binned(rng, n, d, int(nb.min()), skew=True)
+    XR = np.ascontiguousarray(X.T)
+    gh = _gh(rng, n, K, skew=True)
+    off = _tree.packed_offsets(nb.astype(np.int64))
+    rows = np.sort(rng.permutation(n)[: n // 2]).astype(np.intp)
+    a = np.full((int(off[-1]), 2 * K + 1), 3, dtype=np.int64)
+    b = np.full_like(a, 5)
+    _tree.node_histogram_rows(XR, gh, rows, 0, rows.shape[0], off, a)
+    _tree.node_histogram(X, gh, rows, 0, rows.shape[0], off, b)
+    np.testing.assert_array_equal(a, b)
+    if n < 5000:
+        np.testing.assert_array_equal(a, _hist_ref(X, gh, rows, nb))
+    # the leaves' sums in one pass
+    node = rng.integers(-1, 4, size=n).astype(np.int32)
+    want = np.zeros((4, 2 * K + 1), dtype=np.int64)
+    for i in range(n):
+        if node[i] >= 0:
+            want[node[i]] += gh[i]
+    np.testing.assert_array_equal(_tree.leaf_sums(gh, node, 4), want)
+
+
+@pytest.mark.parametrize("n", [0, 5, 300, 200_000])
+def test_partition_is_stable_and_matches_naive(threads, n):
     rng = np.random.default_rng(3)
-    X = _binned(rng, 400, 3, 10)
+    X = _binned(rng, max(n, 1), 3, 10)[:, :n].copy()
     for f, b, ml in [(0, 4, False), (1, 0, True), (2, 9, False), (2, 9, True)]:
-        rows = rng.permutation(400).astype(np.intp)
+        rows = rng.permutation(n).astype(np.intp)
         before = rows.copy()
-        lo, hi = 50, 333
-        mid = _tree.partition(X, rows, lo, hi, f, b, ml, np.empty(400, dtype=np.intp))
+        lo, hi = n // 8, n - n // 6
+        mid = _tree.partition(X, rows, lo, hi, f, b, ml, np.empty(n, dtype=np.intp))
         seg = before[lo:hi]
         bins = X[f, seg]
         left = np.where(bins == MISSING, ml, bins <= b)
@@ -298,3 +324,41 @@ def test_grower_edge_cases():
         gh = np.ones((X.shape[1], 3), dtype=np.int64)
         tree, leaf = TreeGrower(spec, None, X, np.full(X.shape[0], 4)).grow(gh, 1, 1.0, 1.0, lambda s: [1.0], "real")
         assert tree.n_nodes == 1 and (leaf == 0).all()
+
+
+def test_newton_kernels_match_numpy(threads):
+    rng = np.random.default_rng(11)
+    n, K, s = 5000, 4, 40
+    F = rng.normal(scale=3, size=(n, K))
+    F[0, 0] = 30.0  # a nearly saturated row: p = 1 - 1e-13, a hessian below one unit
+    cls = rng.integers(0, K, size=n).astype(np.int32)
+    init = rng.normal(size=K)
+    gh = np.zeros((n, 2 * K + 1), dtype=np.int64)
+    _tree.softmax_units(F, init, cls, s, gh)
+    z = F + init
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    g = p - np.eye(K)[cls]
+    h = K / (K - 1) * p * (1 - p)
+    np.testing.assert_allclose(gh[:, :K] * 2.0**-s, g, atol=2.0**-s)
+    np.testing.assert_allclose(gh[:, K:2 * K] * 2.0**-s, h, atol=2.0**-s)
+    assert (gh[:, K:2 * K] >= (h > 0)).all() and (gh[:, 2 * K] == 1).all()
+    t = (rng.random(n) < 0.3).astype(np.float64)
+    g1 = np.zeros((n, 3), dtype=np.int64)
+    _tree.logistic_units(np.ascontiguousarray(F[:, 0]), 0.25, t, s, g1)
+    p1 = 1 / (1 + np.exp(-(F[:, 0] + 0.25)))
+    np.testing.assert_allclose(g1[:, 0] * 2.0**-s, p1 - t, atol=2.0**-s)
+    np.testing.assert_allclose(g1[:, 1] * 2.0**-s, p1 * (1 - p1), atol=2.0**-s)
+    assert g1[0, 1] == 1 and p1[0] * (1 - p1[0]) * 2.0**s < 0.5  # below half a unit: still one unit
+    # adding leaf values and counting the wrong rows
+    value = rng.normal(size=(5, K))
+    leaf = rng.integers(0, 5, size=n).astype(np.int32)
+    F2 = F.copy()
+    wrong = _tree.add_leaves(F2, value, leaf, cls, np.zeros(0, dtype=np.int8))
+    np.testing.assert_array_equal(F2, F + value[leaf])
+    top = K - 1 - np.argmax(F2[:, ::-1], axis=1)  # ties: the highest class
+    assert wrong == int(np.count_nonzero(top != cls))
+    F1 = np.ascontiguousarray(F[:, :1])
+    sign = np.where(t > 0, 1, -1).astype(np.int8)
+    wrong = _tree.add_leaves(F1, np.ascontiguousarray(value[:, :1]), leaf, np.zeros(0, dtype=np.int32), sign)
+    assert wrong == int(np.count_nonzero(np.where(F1[:, 0] >= 0, 1, -1) != sign))
