@@ -225,6 +225,8 @@ class Model:
         cols = np.ascontiguousarray(cols, dtype=np.uint8)
         if self.trees and self.vote == "task":
             return self._task_tree_scores(cols, task)
+        if self.trees and self.domain_classifier is not None:
+            return self._q_tree_scores(cols, X)
         if self.trees:
             out = self.tree_scores(cols, 0, self.n_stumps, self.vote_coefficients())
             return out if self.output == "argmax" else out[:, 0]
@@ -275,6 +277,20 @@ class Model:
             _tree.add_trees(cols, feature[n0:n1], bin_[n0:n1], ml[n0:n1], left[n0:n1], right[n0:n1],
                             value[n0:n1], np.ascontiguousarray(s - n0), np.ascontiguousarray(coef[lo:hi],
                                                                                                dtype=np.float64), out)
+        return out
+
+    def _q_tree_scores(self, cols: np.ndarray, X: Optional[np.ndarray]) -> np.ndarray:
+        """Scores of a Q-ensemble of trees: ``sum_t coef_t Q(domain_t|x) h_t(x)`` (an ungated tree: Q = 1),
+        member by member in order, as :class:`Scorer` adds them."""
+        if X is None:
+            raise ValueError("this model weighs its trees by Q(k|x): pass the raw features")
+        Q = np.ascontiguousarray(self.domain_classifier.proba(X)) if cols.shape[1] else None
+        out = np.zeros(cols.shape[1], dtype=np.float64)
+        coef = self.vote_coefficients()
+        for t in range(self.n_stumps if cols.shape[1] else 0):
+            vals = self.trees[int(self.tree[t])].values(cols)[:, 0]
+            k = int(self.domain[t])
+            out += coef[t] * (vals if k < 0 else Q[:, k] * vals)
         return out
 
     def _task_tree_scores(self, cols: np.ndarray, task: Optional[np.ndarray]) -> np.ndarray:
@@ -532,8 +548,10 @@ class Model:
         if self.tree.shape != (n,) or not np.array_equal(self.tree, np.arange(n, dtype=np.int32)):
             raise InputError(f"{where}: ensemble/tree must number the {n} members' trees 0..{n - 1} (a model of trees "
                              f"holds trees only), has {T} trees")
-        if self.vote not in ("weighted", "majority", "task") or self.domain_classifier is not None:
-            raise InputError(f"{where}: a model of trees votes weighted, by majority or per task (not {self.vote})")
+        if self.vote not in ("weighted", "majority", "task", "q-weighted") \
+                or (self.domain_classifier is not None) != (self.vote == "q-weighted"):
+            raise InputError(f"{where}: a model of trees votes weighted, by majority, per task or by Q(k|x) "
+                             f"with a domain classifier (not {self.vote})")
         V = 1 if self.output == "sign" else self.n_classes
         d = self.n_features
         for k, tr in enumerate(self.trees):

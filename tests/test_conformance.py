@@ -55,6 +55,12 @@ NEEDS = {
 }
 TASK_OF = {"train_domain": "multi-domain"}  # a parameter whose values need data of this task
 UNVARIED = {"vote"}  # SmoothBoost's vote has one value left (majority)
+# Pairs of non-default values that take a path of their own (trees with a loss or a relabelling).
+COMBINED = {
+    "adaboost": [{"weak_learner": "tree", "loss": "logistic"}],
+    "multiboost": [{"weak_learner": "tree", "loss": "logistic"}],
+    "agnostic-batch": [{"weak_learner": "tree", "relabel": "random"}],
+}
 
 
 def home_task(cls) -> str:
@@ -85,6 +91,8 @@ def variants(cls) -> list:
             out.append((f"{p.flag}={v}", {**enabling, **needs, p.name: v}, vf, TASK_OF.get(p.name, task)))
         if p.grid:
             out.append((f"{p.flag}=auto", {**enabling, p.name: "auto"}, VALID_FRACTION, task))
+    for params in COMBINED.get(cls.name, []):
+        out.append(("+".join(f"{k}={v}" for k, v in params.items()), dict(params), None, task))
     return out
 
 

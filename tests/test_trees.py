@@ -252,3 +252,82 @@ def test_transfer_and_multitask_take_trees(tmp_path):
         m.bins.transform(a["X"], out=cols.T)
         score = m.decision_function(cols, task=a["domain"])
         assert np.mean(np.where(score >= 0, 1, -1) != a["y"]) < 0.4
+
+
+def _softmax_objective(phi, temperature=0.1):
+    """MultiBoost's objective G = tau log sum_l exp(F_l / tau), tau = temperature max F."""
+    phi = np.asarray(phi)
+    tau = temperature * phi.max()
+    return phi.max() + tau * np.log(np.exp((phi - phi.max()) / tau).sum())
+
+
+def test_multiboost_and_fedmultiboost_take_trees_and_the_logistic_loss(tmp_path, capsys):
+    """Q-ensembles of trees and MultiBoost's logistic Phi: trained, saved, scored as in training; the exact
+    line search lowers the objective every round; the logistic model's probabilities are calibrated."""
+    _synth(tmp_path, "multisource", "--n", 4000, "--seed", 1, "--out", tmp_path / "ms.h5")
+    _synth(tmp_path, "multisource", "--n", 4000, "--seed", 2, "--out", tmp_path / "ms-test.h5")
+    a, b = fmt.read_arrays(tmp_path / "ms.h5"), fmt.read_arrays(tmp_path / "ms-test.h5")
+
+    def worst(m):
+        wrong = m.predict_raw(b["X"]) != b["y"]
+        return max(wrong[b["domain"] == k].mean() for k in np.unique(b["domain"]))
+
+    errors = {}
+    for name, args in (("stump", ["--algo", "multiboost"]),
+                       ("tree", ["--algo", "multiboost", "--weak-learner", "tree"]),
+                       ("tree-logistic", ["--algo", "multiboost", "--weak-learner", "tree", "--loss", "logistic"]),
+                       ("stump-logistic", ["--algo", "multiboost", "--loss", "logistic"]),
+                       ("tree-paper", ["--algo", "multiboost", "--weak-learner", "tree", "--gates", "paper",
+                                       "--max-leaves", 8]),
+                       ("fed-tree", ["--algo", "fedmultiboost", "--weak-learner", "tree", "--max-leaves", 8])):
+        path, metrics = tmp_path / f"{name}.h5", tmp_path / f"{name}.jsonl"
+        assert _run("train", "--data", tmp_path / "ms.h5", "--model", path, "--metrics", metrics, "--rounds", 25,
+                    "--quiet", *args) == 0
+        m = Model.load(path)
+        assert m.to_json() == Model.load(path).to_json()
+        assert m.has_trees == ("tree" in name) and m.vote == "q-weighted"
+        rounds = [json.loads(line) for line in open(metrics)][:-1]
+        # the model scores the training rows as training did (the last round's training error)
+        train_error = float(np.mean(m.predict_raw(a["X"]) != a["y"]))
+        assert train_error == pytest.approx(rounds[-1]["train_error"], abs=1e-12), name
+        if name != "fed-tree":  # FedMultiBoost takes AdaBoost's step from sampled clients, not the line search
+            G = [_softmax_objective(r["phi"]) for r in rounds]
+            assert all(g1 <= g0 * (1 + 1e-12) for g0, g1 in zip(G, G[1:])), (name, G)
+        errors[name] = worst(m)
+        if m.has_trees:
+            assert _run("export", "--model", path, "--format", "lightgbm", "--out", tmp_path / "x.txt") == 2
+            assert "q-weighted" in capsys.readouterr().err
+            assert _run("export", "--model", path, "--format", "json", "--out", tmp_path / f"{name}.json") == 0
+            assert len(json.load(open(tmp_path / f"{name}.json"))["trees"]) == m.n_stumps
+    # the generator's domains need interactions within a domain: trees beat stumps at equal rounds
+    assert errors["tree"] < errors["stump"] and errors["tree-logistic"] < errors["stump"], errors
+    assert max(errors.values()) < 0.1, errors
+    # calibrated probabilities of the logistic Phi: the mean probability of +1 is the rate of +1
+    assert _run("predict", "--model", tmp_path / "tree-logistic.h5", "--data", tmp_path / "ms-test.h5", "--proba",
+                "--out", tmp_path / "p.csv") == 0
+    p = np.loadtxt(tmp_path / "p.csv", delimiter=",", skiprows=1)
+    assert np.allclose(p.sum(axis=1), 1.0)
+    assert abs(p[:, 1].mean() - np.mean(b["y"] > 0)) < 0.03
+    assert _run("train", "--algo", "multiboost", "--loss", "logistic", "--step", "lemma1", "--rounds", 5, "--data",
+                tmp_path / "ms.h5", "--model", tmp_path / "x.h5", "--quiet") == 2
+    assert "--step lemma1" in capsys.readouterr().err
+
+
+def test_agnostic_batch_takes_class_trees(tmp_path):
+    """agnostic-batch with class trees (both relabellings): saved, scored as in training, and far more accurate
+    than its class stumps on classes that need several splits."""
+    _synth(tmp_path, "multiclass", "--n", 2400, "--classes", 6, "--seed", 1, "--out", tmp_path / "mc.h5")
+    _synth(tmp_path, "multiclass", "--n", 2000, "--classes", 6, "--seed", 2, "--out", tmp_path / "mc-test.h5")
+    a, b = fmt.read_arrays(tmp_path / "mc.h5"), fmt.read_arrays(tmp_path / "mc-test.h5")
+    errors = {}
+    for name, args in (("stump", []), ("tree", ["--weak-learner", "tree"]),
+                       ("tree-random", ["--weak-learner", "tree", "--relabel", "random", "--samples", 1500])):
+        path, metrics = tmp_path / f"{name}.h5", tmp_path / f"{name}.jsonl"
+        assert _run("train", "--algo", "agnostic-batch", "--data", tmp_path / "mc.h5", "--rounds", 40, "--model",
+                    path, "--metrics", metrics, "--quiet", *args) == 0
+        m = Model.load(path)
+        assert m.has_trees == (name != "stump")
+        last = [json.loads(line) for line in open(metrics)][-2]
+        assert float(np.mean(m.predict_raw(a["X"]) != a["y"])) == pytest.approx(last["train_error"], abs=1e-12)
+        errors[name] = float(np.mean(m.predict_raw(b["X"]) != b["y"]))
+    assert errors["tree"] < errors["stump"] - 0.03 and errors["tree-random"] < errors["stump"] - 0.03, errors

@@ -15,6 +15,16 @@ rank then updates its rows with the broadcast stump.
 Communication per round is O(p (s + 2)) numbers, whatever the number of rows
 or clients; ``metrics["client_numbers"]`` counts what the sampled clients
 would send.
+
+**Trees** (``weak_learner = "tree"``): instead of scoring s sampled stumps, the
+sampled clients of each active domain k send the histograms of their rows'
+``a_i Q(k|x_i) y_i`` and ``a_i Q(k|x_i)^2`` (and counts), node by node, and
+the center grows one tree of -1/+1 leaves per active domain on them
+(:class:`mpiboost.weak.tree.TreeGrower` over those rows only); the tree's
+``beta`` is the sum over its leaves of ``|gradient sum|`` and the choice and
+the step are the stumps' rules. Communication is then a tree's histograms per
+active domain (``metrics["tree_bytes"]``), still independent of the clients'
+rows.
 """
 from __future__ import annotations
 
@@ -26,15 +36,17 @@ import numpy as np
 from ..weak.stump import Stump
 from .base import Hypothesis, Param
 from .multiboost import ACTIVE_TOL, Q_DATA, Q_L2, MultiBoost
-from .params import WEAK_LEARNER_EXACT
+from .params import TREE, WEAK_LEARNER_TREE_EXACT
 
 
 class FedMultiBoost(MultiBoost):
     name = "fedmultiboost"
     summary = "FedMultiBoost: MultiBoost's federated variant; sampled clients send aggregates only"
     exact_losses = False  # the center only sees the sampled clients' aggregates
+    losses = ("exponential",)
     parameters = (
-        WEAK_LEARNER_EXACT,
+        WEAK_LEARNER_TREE_EXACT,
+        *TREE,
         Param("client_size", int, 100, "rows per client (consecutive rows of a domain)", low=1),
         Param("clients_per_round", int, 10, "clients sampled per domain per round", low=1),
         Param("candidates_per_round", int, 20, "candidate stumps sampled per domain per round", low=1),
@@ -73,11 +85,14 @@ class FedMultiBoost(MultiBoost):
             rng.choice(int(self.n_clients[k]), size=min(self.clients_per_round, int(self.n_clients[k])), replace=False)
             for k in range(p)
         ]
-        cands = [self.pool[rng.choice(len(self.pool), size=s, replace=False)] for k in range(p)]
+        cands = None if self.use_trees else [self.pool[rng.choice(len(self.pool), size=s, replace=False)]
+                                             for k in range(p)]
         sampled = np.zeros(self.data.n_local, dtype=bool)
         for k in range(p):
             sampled |= (self.domain == k) & np.isin(self.client, chosen_clients[k])
         rows = np.nonzero(sampled)[0]
+        if self.use_trees:
+            return self._select_tree(rows, chosen_clients)
         dom = self.domain[rows]
         a = self.a[rows]
         # group (k, r) for r < s holds beta; (k, s) the loss; (k, s + 1) the row count
@@ -120,3 +135,40 @@ class FedMultiBoost(MultiBoost):
             "q_train_accuracy": self.clf.train_accuracy,
         }
         return Hypothesis(stump, eta, metrics, domain=int(k))
+
+    def _select_tree(self, rows: np.ndarray, chosen_clients: list) -> Optional[Hypothesis]:
+        """Trees: each active domain's tree grown on its sampled clients' rows; the best by beta / rows."""
+        p = self.p
+        dom = self.domain[rows]
+        a = self.a[rows]
+        sums = self.proto.reduce_stats(np.concatenate([a, np.ones(rows.size)]),
+                                       np.concatenate([dom, dom + p]).astype(np.int32), 2 * p)
+        loss, count = sums[:p], sums[p:]
+        phi = np.where(count > 0, loss / np.maximum(count, 1), 0.0)
+        active = phi >= phi.max() * (1.0 - self.active_tol)
+        total = max(float(loss.sum()), 1e-300)  # every sampled row's a_i Q / total <= 1 in all
+        w = self.a / total
+        best, sent0 = None, sum(self.grower.bytes_per_tree)
+        for k in range(p):
+            if not active[k] or count[k] <= 0:
+                continue
+            subset = np.ascontiguousarray(rows[dom == k], dtype=np.intp)
+            tree, slope = self._grow(self._tree_units(subset, k, w, w), subset)
+            beta = slope * total
+            score = beta / count[k]
+            if best is None or score > best[2]:  # ties: the lowest domain
+                best = (tree, k, score, beta)
+        if best is None or best[2] <= 0:
+            return None
+        tree, k, score, beta = best
+        eps = min(max(0.5 * (1.0 - beta / loss[k]), 1e-12), 0.5 - 1e-12)
+        eta = 0.5 * math.log((1 - eps) / eps)
+        metrics = {
+            "domain": int(k),
+            "edge": float(score),
+            "phi_estimate": phi.tolist(),
+            "sampled_rows": int(count.sum()),
+            "tree_bytes": int(sum(self.grower.bytes_per_tree) - sent0),
+            "q_train_accuracy": self.clf.train_accuracy,
+        }
+        return Hypothesis(tree, eta, metrics, domain=int(k))

@@ -68,6 +68,24 @@ stump is stored with domain -1 (weight 1 for every row).
 (:func:`mpiboost.domain_classifier.calibrate`). On Adult, Sentiment and the
 multi-source generator the calibrated Q gave the same errors, so it is off by
 default.
+
+**Trees** (``weak_learner = "tree"``). Each candidate gate k grows one
+histogram tree of -1/+1 leaves instead of a stump (:class:`mpiboost.weak.tree.TreeGrower`,
+exact over the ranks): row i carries the gradient ``w_i Q(k|x_i) y_i`` and
+the curvature ``w_i' Q(k|x_i)^2`` with ``w_i = pi_l Phi'_i / m_l`` (``Phi'``
+the loss's slope at the row's margin, ``w'`` with its curvature), so a split's
+Newton gain is the objective's second-order decrease along ``Q(k|.) h``; a
+leaf's sign is that of its gradient sum, and the candidate's slope, the sum
+over the leaves of ``|gradient sum|``, ranks the candidates as the stumps'
+edges do. The step is the same line search.
+
+**The logistic Phi** (``loss = "logistic"``): ``F_k = (1/m_k) sum
+log(1 + e^{-y f})``, the paper's other convex loss. The row weights are the
+slopes ``sigma(-y f)`` (which never exceed the row's loss, so the fixed-point
+scale of the exponential case still holds), every trial step of the line
+search is one pass over the rows with exact per-domain sums of the loss and
+its first two derivatives, and the model's score has calibrated probabilities
+``P(y = +1 | x) = sigma(f(x))``.
 """
 from __future__ import annotations
 
@@ -82,7 +100,7 @@ from ..protocol import Protocol
 from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param
 from .linesearch import exponential_family, minimize_max
-from .params import WEAK_LEARNER_EXACT
+from .params import TREE, WEAK_LEARNER_TREE_EXACT
 
 STEP_RULES = ("line-search", "lemma1", "closed-form", "sqrt")
 ORDERS = (8, 10, 12, 16, 20, 24)  # Chebyshev orders of the line search's row pass
@@ -227,6 +245,12 @@ GATE_SELECT = Param(
     "rule of the paper's descent) or of largest promised decrease slope^2 / curvature (newton: gates more often)",
     choices=("derivative", "newton"), when=("gates", "shared"),
 )
+LOSSES = ("exponential", "logistic")
+LOSS = Param(
+    "loss", str, "exponential",
+    "Phi of the domain losses: exponential (the paper's main case) or logistic (log(1 + e^-yf); line search by "
+    "passes over the rows, calibrated predict --proba)", choices=LOSSES,
+)
 Q_DATA = Param(
     "q_data", list, None,
     "extra rows that only train the domain classifier Q (labels unused; domains matched to the training "
@@ -242,8 +266,12 @@ class MultiBoost(Algorithm):
     vote = "q-weighted"
     needs_raw = True
     exact_losses = True  # each round starts from the exact F_l (and the largest weight)
+    weak_learners = ("stump", "tree")
+    losses = LOSSES
     parameters = (
-        WEAK_LEARNER_EXACT,
+        WEAK_LEARNER_TREE_EXACT,
+        *TREE,
+        LOSS,
         Param("step", str, "line-search",
               "step size: exact line search on the soft-max of the domain losses, the Lemma-1 bound, "
               "AdaBoost's closed form, or C/sqrt(t)", choices=STEP_RULES),
@@ -265,6 +293,9 @@ class MultiBoost(Algorithm):
     def check_params(cls, params: dict, given) -> None:
         if params.get("q_calibrate") and given.get("q_temperature") is not None:
             raise ValueError(f"{cls.name}: --q-calibrate chooses Q's temperature; give it or --q-temperature, not both")
+        if params.get("loss") == "logistic" and params.get("step") in ("lemma1", "closed-form"):
+            raise ValueError(f"{cls.name}: --step {params['step']} is a rule of the exponential loss; --loss "
+                             "logistic takes --step line-search or sqrt")
 
     def __init__(self, params=None) -> None:
         super().__init__(params)
@@ -275,6 +306,8 @@ class MultiBoost(Algorithm):
         self.active_tol = float(self.params["active_tol"])
         self.temperature = float(self.params.get("temperature", 0.0))
         self.step_c = float(self.params.get("step_c", 1.0))
+        self.logistic = self.params.get("loss", "exponential") == "logistic"
+        self.use_trees = self.params.get("weak_learner") == "tree"
 
     # ----------------------------------------------------------------- setup
     def check_data(self, data) -> None:
@@ -316,13 +349,19 @@ class MultiBoost(Algorithm):
         self.Q = self.QT.T
         n = data.n_local
         self.margin = np.zeros(n)  # y f(x)
-        self.a = np.ones(n)  # exp(-y f(x))
-        self.a_max = 1.0  # the largest a_i over all ranks
+        # exp(-y f(x)), the loss of a row and its weight; the logistic loss's weight is its slope sigma(-y f)
+        self.a = np.full(n, 0.5) if self.logistic else np.ones(n)
+        self.a_max = 0.5 if self.logistic else 1.0  # the largest a_i over all ranks
         self.u = np.zeros(n)
         self.domain = np.ascontiguousarray(data.domain, dtype=np.int32)
         self._binary = _histogram.binary_columns(data.cols)
         self.n_bins = np.ascontiguousarray(data.bins.n_bins, dtype=np.int64)
-        self.model = self.new_model(data, domain_classifier=self.clf)
+        self.model = self.new_model(data, domain_classifier=self.clf, link="logistic" if self.logistic else None)
+        self.grower = None
+        if self.use_trees:
+            from ..weak.tree import TreeGrower, TreeSpec
+
+            self.grower = TreeGrower(TreeSpec.from_params(self.params), proto, data.cols, self.n_bins)
         self._pending: Optional[tuple] = None
         self._next_phi: Optional[np.ndarray] = None
         self._hists: dict = {}  # candidates -> this rank's histograms (the shared set alternates 1 and 2)
@@ -339,8 +378,16 @@ class MultiBoost(Algorithm):
         if self._next_phi is not None:
             phi, self._next_phi = self._next_phi, None
             return phi
-        sums = self.proto.reduce_stats(self.a, self.domain, self.p)
+        sums = self.proto.reduce_stats(self._losses(), self.domain, self.p)
         return sums / self.m
+
+    def _losses(self) -> np.ndarray:
+        """Each row's loss Phi(-y f(x))."""
+        return np.logaddexp(0.0, -self.margin) if self.logistic else self.a
+
+    def _curvature_weights(self) -> np.ndarray:
+        """Each row's Phi'' at its margin (the exponential loss: its loss; the logistic: s (1 - s))."""
+        return self.a * (1.0 - self.a) if self.logistic else self.a
 
     def _softmax(self, F: np.ndarray) -> tuple[np.ndarray, float]:
         """Soft-max weights of the domains and the temperature (0: the max, ties shared)."""
@@ -357,29 +404,13 @@ class MultiBoost(Algorithm):
         pi, tau = self._softmax(phi)
         candidates = self._candidates(pi, t)
         scale = pi / self.m
-        # Units of 2**-shift: sum_i pi_l a_i Q / m_l <= sum_l pi_l F_l <= max F.
-        shift = int(61 - math.ceil(math.log2(max(float(phi.max()), 1e-300))))
-        local = self._hists.get(len(candidates))
-        if local is None:
-            local = self._hists[len(candidates)] = np.zeros((len(candidates), self.data.d, 256), dtype=np.int64)
-        _multiboost.candidate_histograms(
-            self.data.cols, self.a, self.QT, self.domain, scale, self.data.y, shift, candidates, local,
-            self._binary,
-        )
-        hists = self.proto.reduce_histograms(local, self.n_bins)
         curvature = self._curvatures(candidates, pi, phi)
-        packed = None
-        if self.proto.is_center:
-            best = None
-            for c, k in enumerate(candidates):
-                f, b, left, ml, edge = _histogram.best_stump(hists[c], self.n_bins)
-                score = edge if curvature is None else edge * abs(edge) / curvature[c]
-                if best is None or score > best[6]:
-                    best = (f, b, left, ml, edge, int(k), score)
-            packed = [best[0], best[1], best[2], best[3], best[5], best[4] * 2.0**-shift]
-        v = self.proto.broadcast_hypothesis(packed, 6)
-        stump = Stump(int(v[0]), int(v[1]), int(v[2]), bool(v[3]))
-        k = int(v[4])
+        if self.use_trees:
+            stump, k, edge = self._best_tree(candidates, pi, phi, curvature)
+            v = [0, 0, 0, 0, k, edge]
+        else:
+            stump, v = self._best_stump(candidates, pi, phi, scale, curvature)
+            k = int(v[4])
         shared = k == self.p  # the ungated candidate
         metrics = {
             "domain": None if shared else k,
@@ -392,11 +423,78 @@ class MultiBoost(Algorithm):
         }
         if v[5] <= 0:
             return None  # no stump lowers the objective
-        eta, info = self._step(stump, k, t, tau)
+        eta, info = self._step_logistic(stump, k, t, tau) if self.logistic else self._step(stump, k, t, tau)
         metrics.update(info)
         if eta <= 0:
             return None
         return Hypothesis(stump, eta, metrics, domain=None if shared else k)
+
+    def _best_stump(self, candidates: np.ndarray, pi: np.ndarray, phi: np.ndarray, scale: np.ndarray,
+                    curvature: Optional[np.ndarray]):
+        """The candidates' stumps from one pass of histograms: the best one and ``[f, b, left, ml, k, edge]``."""
+        # Units of 2**-shift: sum_i pi_l a_i Q / m_l <= sum_l pi_l F_l <= max F.
+        shift = int(61 - math.ceil(math.log2(max(float(phi.max()), 1e-300))))
+        local = self._hists.get(len(candidates))
+        if local is None:
+            local = self._hists[len(candidates)] = np.zeros((len(candidates), self.data.d, 256), dtype=np.int64)
+        _multiboost.candidate_histograms(
+            self.data.cols, self.a, self.QT, self.domain, scale, self.data.y, shift, candidates, local,
+            self._binary,
+        )
+        hists = self.proto.reduce_histograms(local, self.n_bins)
+        packed = None
+        if self.proto.is_center:
+            best = None
+            for c, k in enumerate(candidates):
+                f, b, left, ml, edge = _histogram.best_stump(hists[c], self.n_bins)
+                score = edge if curvature is None else edge * abs(edge) / curvature[c]
+                if best is None or score > best[6]:
+                    best = (f, b, left, ml, edge, int(k), score)
+            packed = [best[0], best[1], best[2], best[3], best[5], best[4] * 2.0**-shift]
+        v = self.proto.broadcast_hypothesis(packed, 6)
+        return Stump(int(v[0]), int(v[1]), int(v[2]), bool(v[3])), v
+
+    def _tree_units(self, rows: Optional[np.ndarray], k: int, g: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """Fixed-point channels (gradient ``g Q_k y``, curvature ``h Q_k^2``, count) of gate k's tree."""
+        from .._ext import _tree
+        from ..protocol import FIXED_SHIFT
+
+        q = self.QT[k]
+        gh = np.zeros((self.data.n_local, 3), dtype=np.int64)
+        gh[:, 2] = 1
+        _tree.to_units(np.ascontiguousarray(g * q * self.data.y), FIXED_SHIFT, gh, 0)
+        _tree.to_units(np.ascontiguousarray(h * q * q), FIXED_SHIFT, gh, 1, True)
+        return gh
+
+    def _grow(self, gh: np.ndarray, subset: Optional[np.ndarray] = None):
+        """One tree of -1/+1 leaves for the channels ``gh`` and its slope in units (sum of |leaf gradient|)."""
+        from ..protocol import FIXED_SHIFT
+        from ..weak.tree import sign_leaf
+
+        slope = []
+
+        def leaf(sums: np.ndarray) -> np.ndarray:
+            slope.append(abs(int(sums[0])))  # the leaf's sign is its gradient's: it adds |gradient| to the slope
+            return sign_leaf(sums)
+
+        scale = math.ldexp(1.0, -FIXED_SHIFT) * self.data.n_global  # the mean row weighs about 1
+        tree, _ = self.grower.grow(gh, 1, scale, scale, leaf, "sign", subset=subset)
+        return tree, math.ldexp(float(sum(slope)), -FIXED_SHIFT)
+
+    def _best_tree(self, candidates: np.ndarray, pi: np.ndarray, phi: np.ndarray, curvature: Optional[np.ndarray]):
+        """One tree per candidate gate; the best by slope (or promised decrease): (tree, k, slope)."""
+        # w_i = pi_l a_i / m_l sums to sum_l pi_l F_l (at most, for the logistic loss): scaled to at most 1
+        total = max(float(pi @ phi), 1e-300)
+        per_row = (pi / self.m)[self.domain] / total
+        g, h = per_row * self.a, per_row * self._curvature_weights()
+        best = None
+        for c, k in enumerate(candidates):
+            tree, slope = self._grow(self._tree_units(None, int(k), g, h))
+            edge = slope * total
+            score = edge if curvature is None else edge * abs(edge) / curvature[c]
+            if best is None or score > best[3]:
+                best = (tree, int(k), edge, score)
+        return best[0], best[1], best[2]
 
     def _curvatures(self, candidates: np.ndarray, pi: np.ndarray, phi: np.ndarray) -> Optional[np.ndarray]:
         """Per candidate, ``sum_i pi_l a_i g(x_i)^2 / m_l`` (g its gate): the objective's curvature along it.
@@ -412,10 +510,10 @@ class MultiBoost(Algorithm):
             return None
         out = np.empty(len(candidates))
         for c, k in enumerate(candidates):
-            if k == self.p:
+            if k == self.p and not self.logistic:
                 out[c] = float(pi @ phi)  # g = 1: sum_l pi_l F_l
             else:
-                sums = self.proto.reduce_stats(self.a * self.QT[k] ** 2, self.domain, self.p)
+                sums = self.proto.reduce_stats(self._curvature_weights() * self.QT[k] ** 2, self.domain, self.p)
                 out[c] = float(pi @ (sums / self.m))
         return np.maximum(out, 1e-300)
 
@@ -533,6 +631,35 @@ class MultiBoost(Algorithm):
         info["line_search_model_evals"] = evals + 1
         return eta, info
 
+    def _logistic_model(self):
+        """Evaluator of the logistic (F_l, F_l', F_l'') at a step along ``u``: one pass, exact sums."""
+        groups = np.concatenate([self.domain, self.domain + self.p, self.domain + 2 * self.p])
+        p = self.p
+
+        def evaluate(eta: float):
+            z = self.margin + eta * self.u
+            s = 0.5 * (1.0 + np.tanh(-0.5 * z))  # sigma(-z), the slope of log(1 + e^-z) (sign flipped)
+            terms = np.concatenate([np.logaddexp(0.0, -z), -s * self.u, s * (1.0 - s) * self.u * self.u])
+            sums = self.proto.reduce_stats(terms, groups, 3 * p)
+            self._passes += 1
+            return sums[:p] / self.m, sums[p:2 * p] / self.m, sums[2 * p:] / self.m
+
+        return evaluate
+
+    def _step_logistic(self, stump, k: int, t: int, tau: float) -> tuple[float, dict]:
+        """The step of the logistic loss: the line search on the soft-max, one pass per trial step."""
+        self._directions(stump, k)
+        if self.step == "sqrt":
+            return self.step_c / math.sqrt(t), {}
+        self._passes = 0
+        model = self._logistic_model()
+        objective = model if tau <= 0 else _softmax_of(model, tau)
+        at_zero = objective(0.0)
+        g1, g2 = float(at_zero[1].max()), float(at_zero[2].max())
+        start = -g1 / g2 if g1 < 0 and g2 > 0 else 1.0
+        eta, _ = minimize_max(objective, start, at_zero=at_zero)
+        return eta, {"line_search_evals": self._passes}
+
     def apply(self, h: Hypothesis) -> dict:
         k = self._gate(h)
         if self._pending != (h.stump, k):
@@ -541,6 +668,9 @@ class MultiBoost(Algorithm):
         self._pending = None
         self._last_eta = h.coef  # the next line search's order goes by it
         self.model.append(h.stump, h.coef, domain=h.domain)
+        if self.logistic:
+            np.copyto(self.a, 0.5 * (1.0 + np.tanh(-0.5 * self.margin)))  # the new slopes sigma(-y f)
+            return {"train_errors": int(self.proto.reduce_counts(np.array([errors]))[0])}
         if not self.exact_losses:
             return {"train_errors": int(self.proto.reduce_counts(np.array([errors]))[0])}
         # One collective: the errors, the largest row weight (which scales the

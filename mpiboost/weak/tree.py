@@ -489,10 +489,8 @@ class TreeClassifierLearner:
 
         _weights.fixed_cumsum(w, FIXED_SHIFT, self._cum)
         sample = self.proto.proportional_sample(self._cum, self.cols, self.y, self.n_samples, rng, start=self.start)
-        max_nodes = 2 * self.spec.max_leaves - 1
         V = 1 if self.K == 1 else self.K
-        width = 5 + V
-        size = 2 + width * max_nodes
+        size = packed_size(self.spec.max_leaves, V)
         packed = None
         if self.proto.is_center:
             Xs = np.ascontiguousarray(sample.X.T)
@@ -503,17 +501,9 @@ class TreeClassifierLearner:
             tree, _ = TreeGrower(self.spec, None, Xs, self.n_bins).grow(gh, self.K, scale, scale, self.leaf_value,
                                                                         self.kind)
             wrong = int(np.count_nonzero(tree.predict(Xs) != ys))
-            packed = np.zeros(size)
-            m = tree.n_nodes
-            packed[0], packed[1] = m, wrong / N
-            body = np.concatenate([np.stack([tree.feature, tree.bin, tree.missing_left, tree.left, tree.right], 1),
-                                   tree.value], axis=1)
-            packed[2:2 + width * m] = body.ravel()
-        v = self.proto.broadcast_hypothesis(packed, size)
-        m = int(v[0])
-        body = v[2:2 + width * m].reshape(m, width)
-        tree = Tree(body[:, 0], body[:, 1], body[:, 2], body[:, 3], body[:, 4], body[:, 5:], self.kind)
-        return Choice(as_stump(tree) if self.stumps else tree, sample_error=float(v[1]))
+            packed = pack_tree(tree, wrong / N, size)
+        tree, error = unpack_tree(self.proto.broadcast_hypothesis(packed, size), V, self.kind)
+        return Choice(as_stump(tree) if self.stumps else tree, sample_error=error)
 
     def error_terms(self, h, w: np.ndarray):
         if self.K > 1:
@@ -537,6 +527,29 @@ class TreeClassifierLearner:
 
 
 SignTreeLearner = TreeClassifierLearner  # K = 1
+
+
+def packed_size(max_leaves: int, V: int) -> int:
+    """Doubles of a broadcast tree of at most ``max_leaves`` leaves and V values per node (with a figure)."""
+    return 2 + (5 + V) * (2 * max_leaves - 1)
+
+
+def pack_tree(tree: Tree, figure: float, size: int) -> np.ndarray:
+    """A tree (and one figure, e.g. its sample error) as ``size`` doubles for a broadcast."""
+    packed = np.zeros(size)
+    m = tree.n_nodes
+    packed[0], packed[1] = m, figure
+    body = np.concatenate([np.stack([tree.feature, tree.bin, tree.missing_left, tree.left, tree.right], 1),
+                           tree.value], axis=1)
+    packed[2:2 + body.size] = body.ravel()
+    return packed
+
+
+def unpack_tree(v: np.ndarray, V: int, kind: str) -> tuple:
+    """:func:`pack_tree`'s inverse: (tree, figure)."""
+    m, width = int(v[0]), 5 + V
+    body = v[2:2 + width * m].reshape(m, width)
+    return Tree(body[:, 0], body[:, 1], body[:, 2], body[:, 3], body[:, 4], body[:, 5:], kind), float(v[1])
 
 
 def as_stump(tree: Tree) -> Stump:
