@@ -61,8 +61,129 @@ cdef enum:
     BLOCK = 1024  # rows per block: their gradient rows stay in L1 while every feature is scanned
 
 
+cdef void _hist3(const bin_t[:, ::1] XT, const fixed_t* gh, const idx_t* rows, bint identity, idx_t lo,
+                 idx_t hi, const long long* off, fixed_t* h, const idx_t* feats, idx_t nf) noexcept nogil:
+    """Three channels (gradient, hessian, count): rows [lo, hi) of the features ``feats[:nf]`` into ``h``.
+
+    Four features per pass over the rows: one gradient row, loaded once, feeds four independent
+    histogram updates, which overlap in the pipeline even where consecutive rows share a bin."""
+    cdef idx_t q = 0, r, i, j
+    cdef const bin_t* c0
+    cdef const bin_t* c1
+    cdef const bin_t* c2
+    cdef const bin_t* c3
+    cdef long long a0, a1, a2, a3, m0, m1, m2, m3
+    cdef fixed_t g0, g1, g2
+    cdef fixed_t* t
+    cdef bin_t b
+    while q + 4 <= nf:
+        c0 = &XT[feats[q], 0]
+        c1 = &XT[feats[q + 1], 0]
+        c2 = &XT[feats[q + 2], 0]
+        c3 = &XT[feats[q + 3], 0]
+        a0, a1, a2, a3 = off[feats[q]], off[feats[q + 1]], off[feats[q + 2]], off[feats[q + 3]]
+        # each feature's missing slot
+        m0, m1 = off[feats[q] + 1] - 1, off[feats[q + 1] + 1] - 1
+        m2, m3 = off[feats[q + 2] + 1] - 1, off[feats[q + 3] + 1] - 1
+        for r in range(lo, hi):
+            i = r if identity else rows[r]
+            g0 = gh[3 * i]
+            g1 = gh[3 * i + 1]
+            g2 = gh[3 * i + 2]
+            b = c0[i]
+            t = h + 3 * (m0 if b == MISSING_BIN else a0 + b)
+            t[0] += g0
+            t[1] += g1
+            t[2] += g2
+            b = c1[i]
+            t = h + 3 * (m1 if b == MISSING_BIN else a1 + b)
+            t[0] += g0
+            t[1] += g1
+            t[2] += g2
+            b = c2[i]
+            t = h + 3 * (m2 if b == MISSING_BIN else a2 + b)
+            t[0] += g0
+            t[1] += g1
+            t[2] += g2
+            b = c3[i]
+            t = h + 3 * (m3 if b == MISSING_BIN else a3 + b)
+            t[0] += g0
+            t[1] += g1
+            t[2] += g2
+        q = q + 4
+    while q < nf:
+        j = feats[q]
+        c0 = &XT[j, 0]
+        a0, m0 = off[j], off[j + 1] - 1
+        for r in range(lo, hi):
+            i = r if identity else rows[r]
+            b = c0[i]
+            t = h + 3 * (m0 if b == MISSING_BIN else a0 + b)
+            t[0] += gh[3 * i]
+            t[1] += gh[3 * i + 1]
+            t[2] += gh[3 * i + 2]
+        q = q + 1
+
+
+cdef void _hist3_binary(const bin_t[:, ::1] XT, const fixed_t* gh, const idx_t* rows, bint identity, idx_t lo,
+                        idx_t hi, const long long* off, fixed_t* h, const idx_t* feats, idx_t nf) noexcept nogil:
+    """:func:`_hist3` for columns that hold bins 0 and 1 only (no missing values): bin 1's sums are
+    masked sums in registers (no store per row, no wait on the previous row's add), bin 0's the
+    rows' totals minus them. Integer sums: the same as the scatter, bit for bit."""
+    cdef idx_t q = 0, r, i, k
+    cdef const bin_t* c[4]
+    cdef fixed_t s[12]
+    cdef fixed_t tot0 = 0, tot1 = 0, tot2 = 0, g0, g1, g2, m
+    cdef fixed_t* t
+    if nf == 0:
+        return
+    for r in range(lo, hi):
+        i = r if identity else rows[r]
+        tot0 += gh[3 * i]
+        tot1 += gh[3 * i + 1]
+        tot2 += gh[3 * i + 2]
+    while q < nf:
+        for k in range(4):
+            c[k] = &XT[feats[q + k if q + k < nf else q], 0]
+            s[3 * k] = 0
+            s[3 * k + 1] = 0
+            s[3 * k + 2] = 0
+        for r in range(lo, hi):
+            i = r if identity else rows[r]
+            g0 = gh[3 * i]
+            g1 = gh[3 * i + 1]
+            g2 = gh[3 * i + 2]
+            m = -(<fixed_t> c[0][i])  # all ones on bin 1, zero on bin 0
+            s[0] += g0 & m
+            s[1] += g1 & m
+            s[2] += g2 & m
+            m = -(<fixed_t> c[1][i])
+            s[3] += g0 & m
+            s[4] += g1 & m
+            s[5] += g2 & m
+            m = -(<fixed_t> c[2][i])
+            s[6] += g0 & m
+            s[7] += g1 & m
+            s[8] += g2 & m
+            m = -(<fixed_t> c[3][i])
+            s[9] += g0 & m
+            s[10] += g1 & m
+            s[11] += g2 & m
+        for k in range(4):
+            if q + k < nf:
+                t = h + 3 * off[feats[q + k]]
+                t[0] += tot0 - s[3 * k]
+                t[1] += tot1 - s[3 * k + 1]
+                t[2] += tot2 - s[3 * k + 2]
+                t[3] += s[3 * k]
+                t[4] += s[3 * k + 1]
+                t[5] += s[3 * k + 2]
+        q = q + 4
+
+
 cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* gh, idx_t C, const idx_t* rows, bint identity,
-                      idx_t lo, idx_t hi, const long long* off, fixed_t* h) noexcept nogil:
+                      idx_t lo, idx_t hi, const long long* off, fixed_t* h, const idx_t* feats, idx_t nf,
+                      const idx_t* bfeats, idx_t nbf) noexcept nogil:
     """Add rows r in [lo, hi) (row ``rows[r]``, or ``r`` itself with ``identity``) into ``h`` (P x C).
 
     Row blocks outside, features inside: each gradient row is read from memory once per block,
@@ -75,39 +196,40 @@ cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* gh, idx_t C, const 
     b0 = lo
     while b0 < hi:
         b1 = min(hi, b0 + BLOCK)
+        if C == 3:  # the features split in two lists: the general ones and the 0/1 ones
+            _hist3(XT, gh, rows, identity, b0, b1, off, h, feats, nf)
+            _hist3_binary(XT, gh, rows, identity, b0, b1, off, h, bfeats, nbf)
+            b0 = b1
+            continue
         for j in range(d):
             col = &XT[j, 0]
             base = off[j]
             nb = off[j + 1] - base - 1
-            if C == 3:
-                for r in range(b0, b1):
-                    i = r if identity else rows[r]
-                    b = col[i]
-                    t = h + 3 * (base + (nb if b == MISSING_BIN else b))
-                    g = gh + 3 * i
-                    t[0] += g[0]
-                    t[1] += g[1]
-                    t[2] += g[2]
-            else:
-                for r in range(b0, b1):
-                    i = r if identity else rows[r]
-                    b = col[i]
-                    t = h + C * (base + (nb if b == MISSING_BIN else b))
-                    g = gh + C * i
-                    for c in range(C):
-                        t[c] += g[c]
+            for r in range(b0, b1):
+                i = r if identity else rows[r]
+                b = col[i]
+                t = h + C * (base + (nb if b == MISSING_BIN else b))
+                g = gh + C * i
+                for c in range(C):
+                    t[c] += g[c]
         b0 = b1
 
 
 cdef void _block_hist_features(const bin_t[:, ::1] XT, const fixed_t* gh, idx_t C, const idx_t* rows,
                                bint identity, idx_t lo, idx_t hi, const long long* off, fixed_t* h,
-                               idx_t j0, idx_t j1) noexcept nogil:
-    """Rows [lo, hi) of features j0 .. j1-1 only, into the full histogram ``h`` (their slots only)."""
+                               idx_t j0, idx_t j1, const idx_t* feats, idx_t nf, const idx_t* bfeats,
+                               idx_t nbf) noexcept nogil:
+    """Rows [lo, hi) of features j0 .. j1-1 only (C = 3: of the lists ``feats``, ``bfeats``), into the
+    full histogram ``h`` (their slots only)."""
     cdef idx_t j, r, i, nb, base, c
     cdef const bin_t* col
     cdef const fixed_t* g
     cdef fixed_t* t
     cdef bin_t b
+    if C == 3:
+        _hist3(XT, gh, rows, identity, lo, hi, off, h, feats, nf)
+        _hist3_binary(XT, gh, rows, identity, lo, hi, off, h, bfeats, nbf)
+        return
     for j in range(j0, j1):
         col = &XT[j, 0]
         base = off[j]
@@ -122,16 +244,26 @@ cdef void _block_hist_features(const bin_t[:, ::1] XT, const fixed_t* gh, idx_t 
 
 
 def node_histogram(const bin_t[:, ::1] XT, const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi,
-                   const long long[::1] off, fixed_t[:, ::1] hist, bint identity=False):
+                   const long long[::1] off, fixed_t[:, ::1] hist, bint identity=False, binary=None):
     """``hist[off[j] + b, c] = sum of gh[i, c]`` over the rows ``i = rows[lo:hi]`` with bin b of feature j
     (the missing bin in the last slot); every slot is overwritten. ``identity``: the rows are
-    ``lo .. hi-1`` themselves (the root). Threads take row ranges into their own histograms,
-    summed at the end (integers: the same for any thread count)."""
+    ``lo .. hi-1`` themselves (the root). ``binary``: a flag per feature whose column holds bins 0 and
+    1 only (``mpiboost._ext._histogram.binary_columns``), summed by masks; the same sums either way.
+    Threads take row ranges into their own histograms, summed at the end (integers: the same for
+    any thread count)."""
     cdef idx_t d = XT.shape[0], C = gh.shape[1], P, t, nt, k, n
     if off.shape[0] != d + 1 or hist.shape[0] != off[d] or hist.shape[1] != C or gh.shape[0] != XT.shape[1]:
         raise ValueError("shape mismatch")
     if not 0 <= lo <= hi or (not identity and hi > rows.shape[0]) or (identity and hi > XT.shape[1]):
         raise ValueError("row range out of bounds")
+    flags = np.zeros(d, dtype=bool) if binary is None else np.asarray(binary, dtype=bool)
+    if flags.shape[0] != d:
+        raise ValueError("binary flags: one per feature")
+    general = np.ascontiguousarray(np.flatnonzero(~flags), dtype=np.intp)
+    masked = np.ascontiguousarray(np.flatnonzero(flags), dtype=np.intp)
+    cdef const idx_t[::1] fg = general if general.shape[0] else np.zeros(1, dtype=np.intp)
+    cdef const idx_t[::1] fb = masked if masked.shape[0] else np.zeros(1, dtype=np.intp)
+    cdef idx_t ng = general.shape[0], nbin = masked.shape[0]
     P = off[d]
     n = hi - lo
     nt = max(1, min(mb_get_max_threads(), n // 8192))
@@ -145,16 +277,18 @@ def node_histogram(const bin_t[:, ::1] XT, const fixed_t[:, ::1] gh, const idx_t
         # features' slots; the node's gradient rows are few enough to stay in cache for all of them)
         for j in prange(nf, nogil=True, schedule="static", num_threads=nf):
             _block_hist_features(XT, &gh[0, 0], C, rp, identity, lo, hi, &off[0], &hist[0, 0],
-                                 j * d // nf, (j + 1) * d // nf)
+                                 j * d // nf, (j + 1) * d // nf, &fg[j * ng // nf], (j + 1) * ng // nf - j * ng // nf,
+                                 &fb[j * nbin // nf], (j + 1) * nbin // nf - j * nbin // nf)
         return
     if nt == 1:
         with nogil:
-            _block_hist(XT, &gh[0, 0], C, rp, identity, lo, hi, &off[0], &hist[0, 0])
+            _block_hist(XT, &gh[0, 0], C, rp, identity, lo, hi, &off[0], &hist[0, 0], &fg[0], ng, &fb[0], nbin)
         return
     local = np.zeros((nt, P * C), dtype=np.int64)
     cdef fixed_t[:, ::1] L = local
     for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-        _block_hist(XT, &gh[0, 0], C, rp, identity, lo + t * n // nt, lo + (t + 1) * n // nt, &off[0], &L[t, 0])
+        _block_hist(XT, &gh[0, 0], C, rp, identity, lo + t * n // nt, lo + (t + 1) * n // nt, &off[0], &L[t, 0],
+                    &fg[0], ng, &fb[0], nbin)
     cdef fixed_t* H = &hist[0, 0]
     with nogil:
         for t in range(nt):
@@ -171,18 +305,20 @@ cdef void _rows_hist(const bin_t* XR, idx_t d, const fixed_t* gh, idx_t C, const
     cdef const bin_t* row
     cdef const fixed_t* g
     cdef fixed_t* t
+    cdef fixed_t g0, g1, g2
     cdef long long b
     for r in range(lo, hi):
         i = rows[r]
         row = XR + i * d
         g = gh + C * i
         if C == 3:
+            g0, g1, g2 = g[0], g[1], g[2]  # in registers across the row's stores
             for j in range(d):
                 b = row[j]
                 t = h + 3 * (off[j] + (b if b < nbs[j] else nbs[j]))
-                t[0] += g[0]
-                t[1] += g[1]
-                t[2] += g[2]
+                t[0] += g0
+                t[1] += g1
+                t[2] += g2
         else:
             for j in range(d):
                 b = row[j]
@@ -414,22 +550,41 @@ def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int f
     """Stable in-place partition of ``rows[lo:hi]``: rows going left (``bin(x_f) <= bin``, missing
     left iff ``missing_left``) first. Returns the first right position. ``scratch``: >= hi - lo entries.
 
-    Threads take consecutive chunks: each counts its left rows, then writes them at its offset
-    among the lefts (and its right rows at its offset in ``scratch``), so the order is kept."""
+    One thread: one pass moves the lefts forward in place and the rights to ``scratch``, a second
+    copies the rights back. Threads take consecutive chunks: each counts its left rows (keeping
+    each row's side, so the bins are read once), then writes them at its offset among the lefts
+    (and its right rows at its offset in ``scratch``), so the order is kept."""
     cdef idx_t n = hi - lo, r, i, t, nt, a, m, c0, c1, total_left
     if not 0 <= lo <= hi <= rows.shape[0] or scratch.shape[0] < hi - lo or not 0 <= feature < XT.shape[0]:
         raise ValueError("out of bounds")
-    nt = max(1, min(mb_get_max_threads(), n // 65536))
-    lefts_np = np.zeros(nt + 1, dtype=np.intp)
-    cdef idx_t[::1] lefts = lefts_np
     cdef const bin_t* col = &XT[feature, 0]
+    nt = max(1, min(mb_get_max_threads(), n // 65536))
+    if nt == 1:
+        with nogil:
+            a = lo
+            m = 0
+            for r in range(lo, hi):
+                i = rows[r]
+                if _goes_left(col[i], bin, missing_left):
+                    rows[a] = i  # a <= r: a row already read
+                    a = a + 1
+                else:
+                    scratch[m] = i
+                    m = m + 1
+            for r in range(m):
+                rows[a + r] = scratch[r]
+        return a
+    lefts_np = np.zeros(nt + 1, dtype=np.intp)
+    side_np = np.empty(n, dtype=np.uint8)
+    cdef idx_t[::1] lefts = lefts_np
+    cdef unsigned char[::1] side = side_np
     for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
         c0 = lo + t * n // nt
         c1 = lo + (t + 1) * n // nt
         m = 0
         for r in range(c0, c1):
-            if _goes_left(col[rows[r]], bin, missing_left):
-                m = m + 1
+            side[r - lo] = _goes_left(col[rows[r]], bin, missing_left)
+            m = m + side[r - lo]
         lefts[t + 1] = m
     for t in range(nt):
         lefts[t + 1] += lefts[t]
@@ -441,7 +596,7 @@ def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int f
         m = total_left + (c0 - lo) - lefts[t]
         for r in range(c0, c1):
             i = rows[r]
-            if _goes_left(col[i], bin, missing_left):
+            if side[r - lo]:
                 scratch[a] = i
                 a = a + 1
             else:
@@ -521,7 +676,7 @@ def logistic_units(const double[::1] F, double init, const double[::1] target, i
         raise ValueError("shape mismatch")
     for i in prange(n, nogil=True, schedule="static"):
         z = F[i] + init
-        p = 0.5 * (1.0 + tanh(0.5 * z))  # sigmoid without overflow
+        p = 1.0 / (1.0 + exp(-z))  # exp(-z) = inf gives p = 0 (a quarter of tanh's cost)
         gh[i, 0] = <fixed_t> llrint((p - target[i]) * scale)
         u = <fixed_t> llrint(p * (1.0 - p) * scale)
         if u == 0 and p * (1.0 - p) > 0:

@@ -67,6 +67,21 @@ def test_node_histogram_matches_naive(threads, n, d, K, skew):
     lo, hi = (n // 4, n - n // 5) if n > 10 else (0, n)
     hist = np.full((int(off[-1]), 2 * K + 1), 7, dtype=np.int64)  # stale values must be overwritten
     _tree.node_histogram(X, gh, rows, lo, hi, off, hist)
+    # 0/1 columns (no missing values) summed by masks: the same sums, at the root and in a node
+    X01 = np.ascontiguousarray(np.minimum(X, 1) if n else X)
+    X01[:, :n // 3] = np.where(X01[:, :n // 3] == 1, 1, 0)
+    flags = np.array([X01[j].max(initial=0) <= 1 for j in range(d)])
+    flags[::2] = False  # mixed: some features by masks, some by the scatter
+    nb01 = np.maximum(nb, 2)
+    off01 = _tree.packed_offsets(nb01.astype(np.int64))
+    for identity, r, a, z in ((False, rows, lo, hi), (True, np.arange(n, dtype=np.intp), 0, n)):
+        masked = np.full((int(off01[-1]), 2 * K + 1), 7, dtype=np.int64)
+        _tree.node_histogram(X01, gh, r, a, z, off01, masked, identity, flags)
+        plain = np.zeros_like(masked)
+        _tree.node_histogram(X01, gh, r, a, z, off01, plain, identity)
+        np.testing.assert_array_equal(masked, plain)
+        if n < 5000:
+            np.testing.assert_array_equal(masked, _hist_ref(X01, gh, r[a:z], nb01))
     ref = _hist_ref(X, gh, rows[lo:hi], nb) if n < 5000 else None
     if ref is not None:
         np.testing.assert_array_equal(hist, ref)

@@ -203,6 +203,10 @@ class TreeGrower:
         # Row-major bins for the nodes below the root, whose rows are scattered (d bytes a row).
         self.XR = np.ascontiguousarray(cols.T) if n and self.d else np.zeros((n, self.d), dtype=np.uint8)
         self.scratch = np.empty(n, dtype=np.intp)
+        from .._ext import _histogram
+
+        # this rank's 0/1 columns, whose histograms are masked sums (the same sums, faster)
+        self.binary = _histogram.binary_columns(cols).astype(bool) if n and self.d else np.zeros(self.d, bool)
         self.criterion = GAINS.index(spec.split_gain)
         self.bytes_per_tree: list = []
         if spec.exchange == "reduce-scatter" and proto is not None:
@@ -304,7 +308,7 @@ class TreeGrower:
             rows[:m] = subset
         sent0 = self._bytes()
         local = np.empty((P, C), dtype=np.int64)
-        _tree.node_histogram(cols, gh, rows, 0, m, self.off, local, subset is None)
+        _tree.node_histogram(cols, gh, rows, 0, m, self.off, local, subset is None, self.binary)
         root = self._reduce(local)
         hists = {0: root}
         rng = {0: (0, m)}
@@ -361,7 +365,7 @@ class TreeGrower:
             if (s_hi - s_lo) * ROW_WISE_BELOW < m:
                 _tree.node_histogram_rows(self.XR, gh, rows, s_lo, s_hi, self.off, local)
             else:
-                _tree.node_histogram(cols, gh, rows, s_lo, s_hi, self.off, local)
+                _tree.node_histogram(cols, gh, rows, s_lo, s_hi, self.off, local, False, self.binary)
             h_small = self._reduce(local)
             parent = hists.pop(node)
             best.pop(node)
