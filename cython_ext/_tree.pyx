@@ -61,6 +61,12 @@ cdef enum:
     BLOCK = 1024  # rows per block: their gradient rows stay in L1 while every feature is scanned
 
 
+cdef inline void _add3(fixed_t* t, fixed_t g0, fixed_t g1, fixed_t g2) noexcept nogil:
+    t[0] += g0
+    t[1] += g1
+    t[2] += g2
+
+
 cdef void _hist3(const bin_t[:, ::1] XT, const fixed_t* gh, const idx_t* rows, bint identity, idx_t lo,
                  idx_t hi, const long long* off, fixed_t* h, const idx_t* feats, idx_t nf) noexcept nogil:
     """Three channels (gradient, hessian, count): rows [lo, hi) of the features ``feats[:nf]`` into ``h``.
@@ -91,25 +97,13 @@ cdef void _hist3(const bin_t[:, ::1] XT, const fixed_t* gh, const idx_t* rows, b
             g1 = gh[3 * i + 1]
             g2 = gh[3 * i + 2]
             b = c0[i]
-            t = h + 3 * (m0 if b == MISSING_BIN else a0 + b)
-            t[0] += g0
-            t[1] += g1
-            t[2] += g2
+            _add3(h + 3 * (m0 if b == MISSING_BIN else a0 + b), g0, g1, g2)
             b = c1[i]
-            t = h + 3 * (m1 if b == MISSING_BIN else a1 + b)
-            t[0] += g0
-            t[1] += g1
-            t[2] += g2
+            _add3(h + 3 * (m1 if b == MISSING_BIN else a1 + b), g0, g1, g2)
             b = c2[i]
-            t = h + 3 * (m2 if b == MISSING_BIN else a2 + b)
-            t[0] += g0
-            t[1] += g1
-            t[2] += g2
+            _add3(h + 3 * (m2 if b == MISSING_BIN else a2 + b), g0, g1, g2)
             b = c3[i]
-            t = h + 3 * (m3 if b == MISSING_BIN else a3 + b)
-            t[0] += g0
-            t[1] += g1
-            t[2] += g2
+            _add3(h + 3 * (m3 if b == MISSING_BIN else a3 + b), g0, g1, g2)
         q = q + 4
     while q < nf:
         j = feats[q]
