@@ -460,6 +460,7 @@ def summarize(comm, proto, algo: Algorithm, model: Model, inputs: _Inputs, *, st
         "threads": threads,
         "train_error": last.get("train_error"),
         "valid_error": last.get("valid_error"),
+        "warning": chance_warning(last.get("train_error"), shard, algo, model),
         "seconds": {
             **seconds,
             "read": shard.timings.get("read", 0.0),
@@ -473,6 +474,29 @@ def summarize(comm, proto, algo: Algorithm, model: Model, inputs: _Inputs, *, st
         "bytes_all_ranks": {"sent": int(all_ranks[0]), "received": int(all_ranks[1])},
         "bytes_rounds_all_ranks": int(all_ranks[2]),  # sent during the rounds (no loading, binning, setup)
     }
+
+
+def chance_warning(train_error: Optional[float], shard, algo: Algorithm, model: Model) -> Optional[str]:
+    """A message when the model is no better on its own training rows than a coin (error 1 - 1/K) or
+    than predicting the majority class, whichever is lower (within two standard errors); None otherwise (or for an empty model,
+    which has its own message)."""
+    if train_error is None or model.n_rounds == 0 or not np.isfinite(train_error):
+        return None
+    K = max(2, int(model.n_classes))
+    chance, what = 1.0 - 1.0 / K, "a coin" if K == 2 else "a uniform guess"
+    counts = [int(v) for v in (shard.label_counts or {}).values()]
+    if counts and sum(counts) == algo.n_train(shard) and sum(counts) > 0:
+        majority = 1.0 - max(counts) / sum(counts)
+        if majority < chance:
+            chance, what = majority, "predicting the majority class"
+    # no better means within two standard errors of the guess's error over these rows (a vote that
+    # cancels lands there, however many rounds went into it)
+    n = max(1, algo.n_train(shard))
+    if train_error < chance - 2.0 * math.sqrt(chance * (1.0 - chance) / n):
+        return None
+    hint = algo.chance_hint(model.n_rounds) if hasattr(algo, "chance_hint") else ""
+    return (f"the model's training error {train_error:.4f} is no better than {what} ({chance:.4f}) on its own "
+            f"training rows{': ' + hint if hint else ''}")
 
 
 def auto_params(algorithm: str, params: Optional[dict]) -> dict:

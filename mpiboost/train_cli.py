@@ -427,6 +427,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         failed = save_model(result.model, args.model)
         if not failed:
             print(summary_line(result.summary, args.model), flush=True)
+            if result.summary.get("warning"):
+                import sys
+
+                print(f"mpiboost: warning: {result.summary['warning']}", file=sys.stderr, flush=True)
         lost = "; ".join(w.failure for w in writers if w.failure)
         if failed:
             message = failed + (f"; {lost}" if lost else "")

@@ -114,6 +114,12 @@ class SmoothBoost(Reweighting):
             self.params["gamma"] = GAMMA_TREE if self.params.get("weak_learner") == "tree" else GAMMA_STUMP
         self.gamma = float(self.params["gamma"])
 
+    def chance_hint(self, rounds: int) -> str:
+        """What to try when the vote ends no better than chance (the training driver's warning)."""
+        return (f"SmoothBoost's shrink gamma = {self.gamma:g} may be too small for {rounds}"
+                f" rounds (the paper's (1/2 - beta)/2 = {default_gamma(float(self.params['beta'])):g}, more --rounds, "
+                "or --valid-fraction 0.2 with --best-round)")
+
     def setup(self, data, proto, seed: int = 0) -> None:
         super().setup(data, proto, seed)
         self.cap = 1.0 / (self.epsilon * data.n_global)
