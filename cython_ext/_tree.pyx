@@ -67,6 +67,12 @@ cdef inline void _add3(fixed_t* t, fixed_t g0, fixed_t g1, fixed_t g2) noexcept 
     t[2] += g2
 
 
+cdef inline void _mask_add3(fixed_t* s, fixed_t g0, fixed_t g1, fixed_t g2, fixed_t m) noexcept nogil:
+    s[0] += g0 & m
+    s[1] += g1 & m
+    s[2] += g2 & m
+
+
 cdef void _hist3(const bin_t[:, ::1] XT, const fixed_t* gh, const idx_t* rows, bint identity, idx_t lo,
                  idx_t hi, const long long* off, fixed_t* h, const idx_t* feats, idx_t nf) noexcept nogil:
     """Three channels (gradient, hessian, count): rows [lo, hi) of the features ``feats[:nf]`` into ``h``.
@@ -127,7 +133,7 @@ cdef void _hist3_binary(const bin_t[:, ::1] XT, const fixed_t* gh, const idx_t* 
     cdef idx_t q = 0, r, i, k
     cdef const bin_t* c[4]
     cdef fixed_t s[12]
-    cdef fixed_t tot0 = 0, tot1 = 0, tot2 = 0, g0, g1, g2, m
+    cdef fixed_t tot0 = 0, tot1 = 0, tot2 = 0, g0, g1, g2
     cdef fixed_t* t
     if nf == 0:
         return
@@ -147,22 +153,10 @@ cdef void _hist3_binary(const bin_t[:, ::1] XT, const fixed_t* gh, const idx_t* 
             g0 = gh[3 * i]
             g1 = gh[3 * i + 1]
             g2 = gh[3 * i + 2]
-            m = -(<fixed_t> c[0][i])  # all ones on bin 1, zero on bin 0
-            s[0] += g0 & m
-            s[1] += g1 & m
-            s[2] += g2 & m
-            m = -(<fixed_t> c[1][i])
-            s[3] += g0 & m
-            s[4] += g1 & m
-            s[5] += g2 & m
-            m = -(<fixed_t> c[2][i])
-            s[6] += g0 & m
-            s[7] += g1 & m
-            s[8] += g2 & m
-            m = -(<fixed_t> c[3][i])
-            s[9] += g0 & m
-            s[10] += g1 & m
-            s[11] += g2 & m
+            _mask_add3(&s[0], g0, g1, g2, -(<fixed_t> c[0][i]))  # mask: all ones on bin 1, zero on bin 0
+            _mask_add3(&s[3], g0, g1, g2, -(<fixed_t> c[1][i]))
+            _mask_add3(&s[6], g0, g1, g2, -(<fixed_t> c[2][i]))
+            _mask_add3(&s[9], g0, g1, g2, -(<fixed_t> c[3][i]))
         for k in range(4):
             if q + k < nf:
                 t = h + 3 * off[feats[q + k]]

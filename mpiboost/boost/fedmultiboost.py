@@ -153,7 +153,7 @@ class FedMultiBoost(MultiBoost):
             if not active[k] or count[k] <= 0:
                 continue
             subset = np.ascontiguousarray(rows[dom == k], dtype=np.intp)
-            tree, slope = self._grow(self._tree_units(subset, k, w, w), subset)
+            tree, slope = self._grow(self._tree_units(k, w, w), subset)
             beta = slope * total
             score = beta / count[k]
             if best is None or score > best[2]:  # ties: the lowest domain

@@ -454,7 +454,7 @@ class MultiBoost(Algorithm):
         v = self.proto.broadcast_hypothesis(packed, 6)
         return Stump(int(v[0]), int(v[1]), int(v[2]), bool(v[3])), v
 
-    def _tree_units(self, rows: Optional[np.ndarray], k: int, g: np.ndarray, h: np.ndarray) -> np.ndarray:
+    def _tree_units(self, k: int, g: np.ndarray, h: np.ndarray) -> np.ndarray:
         """Fixed-point channels (gradient ``g Q_k y``, curvature ``h Q_k^2``, count) of gate k's tree."""
         from .._ext import _tree
         from ..protocol import FIXED_SHIFT
@@ -489,7 +489,7 @@ class MultiBoost(Algorithm):
         g, h = per_row * self.a, per_row * self._curvature_weights()
         best = None
         for c, k in enumerate(candidates):
-            tree, slope = self._grow(self._tree_units(None, int(k), g, h))
+            tree, slope = self._grow(self._tree_units(int(k), g, h))
             edge = slope * total
             score = edge if curvature is None else edge * abs(edge) / curvature[c]
             if best is None or score > best[3]:
