@@ -142,14 +142,28 @@ def peak_rss_bytes() -> int:
 # ------------------------------------------------------------------ set-up
 # The checks below decide from what every rank knows alike (arguments, global counts), so every rank
 # raises the same error at the same point: a CollectiveError, printed once, every rank exits cleanly.
-def make_algorithm(algorithm: str, params: Optional[dict], rounds: int) -> Algorithm:
-    """The algorithm object with its parameters checked (an error naming the option)."""
+def make_algorithm(algorithm: str, params: Optional[dict], rounds: int,
+                   resume: Optional[Model] = None) -> Algorithm:
+    """The algorithm object with its parameters checked (an error naming the option).
+
+    Parameters left unset whose default depends on ``rounds``
+    (:meth:`Algorithm.defaults_for_rounds`) take the value ``resume``, a
+    checkpoint, recorded, else the one for ``rounds``.
+    """
     if not 1 <= rounds <= MAX_ROUNDS:
         raise CollectiveError(f"--rounds must be in 1..{MAX_ROUNDS:,}, got {rounds}")
     cls = boost.get(algorithm)
     params = dict(params or {})
     for name, grid in auto_params(algorithm, params).items():
         params[name] = grid[0]  # "auto" is resolved by the search; the other parameters are checked with a value
+    try:
+        by_rounds = cls.defaults_for_rounds(params, int(rounds))
+    except ValueError as exc:
+        raise CollectiveError(str(exc)) from None
+    recorded = resume.params if resume is not None and isinstance(resume.params, dict) else {}
+    for name, value in by_rounds.items():
+        if params.get(name) is None:
+            params[name] = recorded[name] if recorded.get(name) is not None else value
     if cls.needs_rounds:
         params["rounds"] = int(rounds)  # part of the algorithm (the transfer algorithms' source factor)
     try:
@@ -564,7 +578,7 @@ def _run_once(comm, algorithm: str, params: dict, rounds: int, inputs: _Inputs, 
               callbacks: Sequence[Callback], run: Optional[dict], resume: Optional[Model],
               chooser: Optional[BestRound], info: Optional[dict] = None):
     """Collective: one training run on loaded inputs; (algorithm, stop reason, last metrics, phases, seconds)."""
-    algo = make_algorithm(algorithm, params, rounds)
+    algo = make_algorithm(algorithm, params, rounds, resume)
     proto = Protocol(comm)
     scorer = setup(algo, inputs, proto, seed)
     if info:
@@ -678,7 +692,7 @@ def train(
     check_validation(algorithm, params, valid=valid, valid_fraction=valid_fraction, best_round=best_round,
                      patience=early_stop)
     auto = auto_params(algorithm, params)
-    algo = make_algorithm(algorithm, params, rounds)  # with "auto" values: checks the rest before any work
+    algo = make_algorithm(algorithm, params, rounds, resume)  # with "auto" values: checks the rest before any work
     run = run_record(comm, data, seed)
     if valid_fraction:
         run["valid_fraction"] = float(valid_fraction)  # another split trains on other rows: resume refused

@@ -67,7 +67,8 @@ def test_metrics_log_and_smoothness(ls_data, tmp_path):
 
 def test_resume_gives_the_uninterrupted_model(ls_data, tmp_path):
     train, _ = ls_data
-    args = ("--algo", "smoothboost", "--weak-learner", "histogram", "--seed", "3")
+    # gamma given: its default depends on --rounds, and the part run below stands for a run of 20 stopped at 9
+    args = ("--algo", "smoothboost", "--weak-learner", "histogram", "--seed", "3", "--gamma", "0.05")
     _train(train, tmp_path / "full.h5", *args, rounds=20)
     ckpt = tmp_path / "ckpt.h5"
     _train(train, tmp_path / "part.h5", *args, "--checkpoint", str(ckpt), "--checkpoint-every", "4", rounds=9, n=2)
@@ -233,3 +234,23 @@ def test_multiboost_shared_gates_send_at_most_1_5x_adaboost_bytes_on_wide_data(t
         sent[name] = _bytes_per_round(metrics)
     assert sent["shared"] <= 1.5 * sent["adaboost"], sent
     assert sent["paper"] > 2 * sent["adaboost"], sent
+
+
+def test_the_default_gamma_follows_the_rounds_and_a_resumed_run_keeps_its_own(ls_data, tmp_path):
+    """SmoothBoost's shrink follows the T asked; training on from a model keeps its gamma."""
+    from mpiboost.boost.smoothboost import gamma_for_rounds
+    from mpiboost.model import Model
+
+    train, _ = ls_data
+    args = ("--algo", "smoothboost", "--seed", "3")
+    ckpt = tmp_path / "ckpt.h5"
+    _train(train, tmp_path / "short.h5", *args, "--checkpoint", str(ckpt), "--checkpoint-every", "5", rounds=10)
+    _train(train, tmp_path / "long.h5", *args, rounds=400)
+    short, long_ = (Model.load(str(tmp_path / f)).params["gamma"] for f in ("short.h5", "long.h5"))
+    assert short == gamma_for_rounds(10, 0.2) == 0.15  # at most the paper's (1/2 - beta)/2
+    assert long_ == gamma_for_rounds(400, 0.2) and 0.02 < long_ < 0.05
+    # 10 rounds, then on to 25 from that model: the 10-round run's gamma, the model of 25 rounds at that gamma
+    _train(train, tmp_path / "on.h5", *args, "--checkpoint", str(ckpt), "--resume", rounds=25, n=2)
+    assert Model.load(str(tmp_path / "on.h5")).params["gamma"] == short
+    _train(train, tmp_path / "at.h5", *args, "--gamma", repr(short), rounds=25)
+    assert _export(tmp_path / "on.h5") == _export(tmp_path / "at.h5")

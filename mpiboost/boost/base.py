@@ -212,6 +212,8 @@ class Algorithm(ABC):
     needs_raw: ClassVar[bool] = False
     multi_stump_rounds: ClassVar[bool] = False
     needs_rounds: ClassVar[bool] = False
+    # Parameters whose default depends on the number of rounds (SmoothBoost's gamma): filled in by
+    # :meth:`defaults_for_rounds` when left unset; a resumed run takes the checkpoint's values instead.
     vote: ClassVar[str] = "weighted"
     # Capabilities: the weak learners it boosts (``stump``, ``tree``) and the losses it minimizes
     # (``exponential`` the papers' AdaBoost-style reweighting; ``logistic`` Newton steps on the log-loss).
@@ -297,6 +299,16 @@ class Algorithm(ABC):
     @classmethod
     def check_params(cls, params: dict, given: Mapping) -> None:
         """Rules between parameters (override; raise ValueError naming the options)."""
+
+    @classmethod
+    def defaults_for_rounds(cls, params: Mapping, rounds: int) -> dict:
+        """Values for parameters left unset whose default depends on ``rounds`` (override).
+
+        The driver fills them in before the algorithm is made; a resumed run
+        keeps the checkpoint's values, so training on to more rounds continues
+        the same run.
+        """
+        return {}
 
     # ------------------------------------------------------------- steps
     def check_data(self, data) -> None:
