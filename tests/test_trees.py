@@ -313,6 +313,23 @@ def test_multiboost_and_fedmultiboost_take_trees_and_the_logistic_loss(tmp_path,
     assert "--step lemma1" in capsys.readouterr().err
 
 
+def test_multiboost_shrinks_its_tree_steps_by_the_rounds(tmp_path):
+    """Trees: every line-search step times nu, by default 1/sqrt(T); stumps keep the paper's full step."""
+    _synth(tmp_path, "multisource", "--n", 2000, "--seed", 1, "--out", tmp_path / "ms.h5")
+    coef = {}
+    for name, extra, rounds in (("default", [], 25), ("full", ["--learning-rate", 1], 1), ("half", ["--learning-rate", 0.5], 1),
+                                ("stump", ["--weak-learner", "stump"], 25)):
+        path = tmp_path / f"{name}.h5"
+        wl = [] if name == "stump" else ["--weak-learner", "tree"]
+        assert _run("train", "--algo", "multiboost", *wl, "--loss", "logistic", "--data", tmp_path / "ms.h5",
+                    "--model", path, "--rounds", rounds, "--quiet", *extra) == 0
+        m = Model.load(path)
+        coef[name] = (m.params["learning_rate"], m.coef)
+    assert coef["default"][0] == pytest.approx(1 / 5) and coef["stump"][0] == 1.0
+    # the same first tree and line search: the step is scaled, nothing else
+    assert coef["half"][1][-1] == pytest.approx(0.5 * coef["full"][1][-1], rel=1e-12)
+
+
 def test_agnostic_batch_takes_class_trees(tmp_path):
     """agnostic-batch with class trees (both relabellings): saved, scored as in training, and far more accurate
     than its class stumps on classes that need several splits."""

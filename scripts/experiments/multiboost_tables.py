@@ -62,9 +62,10 @@ PAPER = {
 PAPER_LABEL = {"adaboost-1": "AdaBoost-1", "adaboost-2": "AdaBoost-2", "adaboost-3": "AdaBoost-3",
                "adaboost-all": "AdaBoost-all", "dmsa": "DMSA", "multiboost": "MultiBoost"}
 METHODS = ["adaboost-1", "adaboost-2", "adaboost-3", "adaboost-all", "multiboost", "fedmultiboost"]
-PEERS = ["lightgbm-stumps", "lightgbm"]  # pooled domains, in-process (scikit-learn API)
+PEERS = ["lightgbm-stumps", "lightgbm", "lightgbm-domain"]  # pooled domains, in-process (scikit-learn API)
 LABEL = {**PAPER_LABEL, "fedmultiboost": "FedMultiBoost", "lightgbm-stumps": "LightGBM pooled, T stumps",
-         "lightgbm": "LightGBM pooled, default trees"}
+         "lightgbm": "LightGBM pooled, default trees",
+         "lightgbm-domain": "LightGBM pooled + domain id, default trees"}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -199,10 +200,14 @@ def peer_and_score(args, train: Path, test: Path, method: str, seed: int) -> dic
     a, b = _read(train), _read(test)
     kw = dict(n_estimators=args.rounds, num_leaves=2, max_depth=1, learning_rate=0.5) if method == "lightgbm-stumps" else {}
     clf = lgb.LGBMClassifier(n_jobs=args.threads, random_state=seed, verbose=-1, **kw)
+    Xa, Xb, fit_kw = a["X"], b["X"], {}
+    if method == "lightgbm-domain":  # the domain as one more, categorical, column
+        Xa, Xb = (np.column_stack([d["X"], d["domain"]]) for d in (a, b))
+        fit_kw = {"categorical_feature": [Xa.shape[1] - 1]}
     t0 = time.perf_counter()
-    clf.fit(a["X"], a["y"])
+    clf.fit(Xa, a["y"], **fit_kw)
     wall = time.perf_counter() - t0
-    wrong = clf.predict(b["X"]) != b["y"]
+    wrong = clf.predict(Xb) != b["y"]
     per = {n: float(wrong[b["domain"] == k].mean()) for k, n in enumerate(b["domain_names"])}
     return {"error": float(wrong.mean()), "uniform": float(np.mean(list(per.values()))),
             "agnostic": float(max(per.values())), "per_domain": per, "rounds_done": args.rounds,
