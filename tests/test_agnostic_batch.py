@@ -203,3 +203,27 @@ def test_it_learns(synth_files, relabel):
     acc = float(np.mean(model.predict_raw(X.astype(np.float64)) == y))
     assert acc > 0.6, acc  # chance: 0.25
     assert model.vote == "majority" and model.output == "argmax" and set(model.coef.tolist()) == {1.0}
+
+
+def test_many_classes_do_not_collapse(tmp_path):
+    """Ten pixel classes (scikit-learn's digits): a class stump is right on about 2/K of the relabelled mass, so
+    gamma = 0.3 is out of its reach and every P_i locks onto its true class (the same few stumps repeat). The
+    default gamma follows the stump's own accuracy on the true labels and learns as SAMME does."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    order = np.random.default_rng(0).permutation(len(y))
+    tr, te = order[:1300], order[1300:]
+    fmt.write_dataset(tmp_path / "tr.h5", X[tr].astype(np.float64), y[tr].astype(np.int32))
+    comm = Comm(_mpi().COMM_SELF)
+
+    def accuracy(algorithm, **params):
+        model = train(comm, [str(tmp_path / "tr.h5")], algorithm=algorithm, rounds=100, params=params, seed=1,
+                      threads=1).model
+        return float(np.mean(model.predict_raw(X[te].astype(np.float64)) == y[te])), model
+
+    fixed, _ = accuracy("agnostic-batch", gamma=0.3)
+    default, model = accuracy("agnostic-batch")
+    samme, _ = accuracy("samme")
+    assert fixed < 0.65 < default, (fixed, default)
+    assert default > samme - 0.05, (default, samme)
