@@ -278,8 +278,12 @@ class ISMultitask(Algorithm):
             blk.reweight_alone(blk.w, h.stump, h.coef, masses)
             self._masses = None
         self.steps[k] += 1
-        for other in self.blocks:  # F_k enters every task's regulariser: it is kept on every task's rows
-            _weights.add_stump(other.F[k], h.stump.column(other.cols), *h.stump.args(), h.coef)
+        # F_k enters the regulariser of every task j with lambda_jk > 0 (lambda is fixed after setup, and a
+        # teacher of weight 0 is never read), so it is kept on those tasks' rows and task k's own: a step of
+        # lambda = 0 touches one task's rows, whatever the number of tasks.
+        for other in self.blocks:
+            if other is blk or self.lam[other.k, k] > 0:
+                _weights.add_stump(other.F[k], h.stump.column(other.cols), *h.stump.args(), h.coef)
         blk.errors = int(_weights.margin_errors(blk.F[k], blk.y))
         self.model.append(h.stump, h.coef, domain=k)
         errors = sum(b.errors for b in self.blocks)
