@@ -44,6 +44,7 @@ class _Inputs:
     shard: Shard
     valid: Optional[Shard] = None
     seconds: float = 0.0
+    valid_metric: str = "error"  # what the validation rows measure: "error", or "auc" (scored as 1 - AUC)
 
 
 MAX_VALID_FRACTION = 0.5  # beyond this the validation part outgrows the rows the model is trained on
@@ -275,7 +276,43 @@ def setup(algo: Algorithm, inputs: _Inputs, proto: Protocol, seed: int) -> Optio
     v = inputs.valid
     if v is None:
         return None
-    return algo.model.scorer(v.cols, v.X, v.domain if algo.model.vote == "task" else None)
+    scorer = algo.model.scorer(v.cols, v.X, v.domain if algo.model.vote == "task" else None)
+    scorer.metric = inputs.valid_metric
+    return scorer
+
+
+VALID_METRICS = ("error", "auc")
+
+
+def auc(scores: np.ndarray, y: np.ndarray) -> float:
+    """The area under the ROC curve of ``scores`` for labels ``y`` (+1 positive): the Mann-Whitney statistic,
+    tied scores counting one half; 0.5 where one class is absent (no ranking to judge)."""
+    scores, pos = np.asarray(scores, dtype=np.float64), np.asarray(y) > 0
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return 0.5
+    order = np.argsort(scores, kind="stable")
+    sorted_scores = scores[order]
+    ranks = np.empty(len(scores))
+    # the mean rank of each run of equal scores (ranks 1..n)
+    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
+    ends = np.r_[starts[1:], len(scores)]
+    mean_rank = (starts + ends + 1) / 2.0
+    ranks[order] = np.repeat(mean_rank, ends - starts)
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _valid_auc_loss(scorer: Scorer, vshard: Shard, proto: Protocol) -> float:
+    """Collective: 1 - AUC of the validation rows (a task model: the mean over its tasks), the same on every
+    rank: the rows' scores are gathered in the global row order and every rank computes the same sum."""
+    comm = proto.comm
+    scores = comm.allgatherv(np.ascontiguousarray(scorer.scores, dtype=np.float64))
+    y = comm.allgatherv(np.ascontiguousarray(vshard.y, dtype=np.int64))
+    if scorer.model.vote != "task":
+        return 1.0 - auc(scores, y)
+    task = comm.allgatherv(np.ascontiguousarray(vshard.domain, dtype=np.int64))
+    values = [auc(scores[task == k], y[task == k]) for k in np.unique(task)]
+    return 1.0 - float(np.mean(values)) if values else 0.5
 
 
 def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Protocol) -> Optional[float]:
@@ -288,6 +325,8 @@ def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Proto
     if scorer is None:
         return None
     scorer.update()
+    if getattr(scorer, "metric", "error") == "auc":
+        return _valid_auc_loss(scorer, vshard, proto)
     if scorer.model.vote == "task":
         J = len(scorer.model.domain_names or []) or 1  # the model's tasks: the same on every rank
         task = np.asarray(vshard.domain, dtype=np.int64)
@@ -347,6 +386,9 @@ def check_resume(ckpt: Model, algo: Algorithm, run: Optional[dict] = None) -> No
     if record.get("valid_fraction") != run.get("valid_fraction"):
         raise CollectiveError(f"checkpoint was made with --valid-fraction {record.get('valid_fraction')}, this run "
                               f"has {run.get('valid_fraction')}: other training rows")
+    if record.get("valid_metric", "error") != run.get("valid_metric", "error"):
+        raise CollectiveError(f"checkpoint was made with --valid-metric {record.get('valid_metric', 'error')}, this "
+                              f"run has {run.get('valid_metric', 'error')}: the rounds are chosen otherwise")
     diff = differences(record.get("data") or [], run["data"])
     if diff:
         raise CollectiveError("checkpoint was made on other training data: " + "; ".join(diff[:4]))
@@ -642,6 +684,7 @@ def train(
     best_round: bool = False,
     early_stop: Optional[int] = None,
     blocks: Optional[Sequence[int]] = None,
+    valid_metric: str = "error",
 ) -> TrainResult:
     """Collective: train ``algorithm`` for ``rounds`` rounds on the rows of ``data``.
 
@@ -681,6 +724,12 @@ def train(
         Rows of the training files per rank (``comm.size`` counts, the same
         on every rank); ``None``: even blocks. The model does not depend on
         it.
+    valid_metric
+        What the validation rows measure, for the round choice and the
+        ``auto`` search: ``"error"`` (the default) or ``"auc"`` (binary
+        labels; scored as 1 - AUC, a task model's as the mean over its tasks,
+        so imbalanced tasks are judged by their ranking, not by a majority
+        vote that is right on most rows).
 
     Returns
     -------
@@ -691,11 +740,15 @@ def train(
     t_start = clock()
     check_validation(algorithm, params, valid=valid, valid_fraction=valid_fraction, best_round=best_round,
                      patience=early_stop)
+    if valid_metric not in VALID_METRICS:
+        raise CollectiveError(f"--valid-metric must be one of {', '.join(VALID_METRICS)}, got {valid_metric!r}")
     auto = auto_params(algorithm, params)
     algo = make_algorithm(algorithm, params, rounds, resume)  # with "auto" values: checks the rest before any work
     run = run_record(comm, data, seed)
     if valid_fraction:
         run["valid_fraction"] = float(valid_fraction)  # another split trains on other rows: resume refused
+    if valid_metric != "error":
+        run["valid_metric"] = valid_metric  # another metric chooses other rounds: resume refused
     searched = None
     if resume is not None:
         check_resume(resume, algo, run)  # before any work
@@ -708,6 +761,9 @@ def train(
     _openmp.set_num_threads(n_threads)
     inputs = load_inputs(comm, algo, data, valid, seed=seed, dedicated_coordinator=dedicated_coordinator,
                          valid_fraction=valid_fraction, blocks=blocks)
+    if valid_metric == "auc" and inputs.shard.n_classes != 2:
+        raise CollectiveError(f"--valid-metric auc ranks two classes; the training data have {inputs.shard.n_classes}")
+    inputs.valid_metric = valid_metric
     # load_inputs read the files of list parameters and left their names only: every run below records those
     params = _with(params, {p.name: algo.params[p.name] for p in type(algo).parameters
                             if p.type is list and algo.params.get(p.name)})
@@ -742,10 +798,12 @@ def train(
             **_validation_source(valid, valid_fraction, inputs),
             **(chooser.summary() if chooser is not None else {"last_error": last.get("valid_error")}),
             "rounds_chosen": bool(chooser is not None),
+            "metric": valid_metric,  # "auc": the errors above are 1 - AUC
         }
     seconds = {"total": t_end - t_start, "load": inputs.seconds, "rounds": t_rounds}
     summary = summarize(comm, proto, algo, model, inputs, stop_reason=stop_reason, last=last, phase=phase,
                         threads=n_threads, seconds=seconds, sent_before=sent_before)
+    summary["valid_metric"] = valid_metric  # "auc": the valid_error figures are 1 - AUC
     if chooser is not None:
         summary["valid_error"] = chooser.best_error  # the error of the model kept (truncated to the best round)
         summary["rounds_trained"] = trained

@@ -52,6 +52,10 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="hold out this fraction of the training rows (0 < F <= 0.5) as validation rows instead of "
                    "--valid: every (domain, class) group gives F of its rows, spread evenly over the files' order "
                    "(a seeded offset per group); the same split on any number of ranks")
+    p.add_argument("--valid-metric", choices=("error", "auc"), default="error",
+                   help="what the validation rows measure for --best-round, --early-stop and auto options: the "
+                   "error (default) or, binary labels, the AUC (reported as 1 - AUC; a multi-task model's mean "
+                   "over its tasks): for imbalanced classes, where the majority vote is right on most rows")
     p.add_argument("--best-round", action="store_true",
                    help="keep the model truncated to the round of lowest validation error (needs --valid or "
                    "--valid-fraction; implied by an option given as auto)")
@@ -397,6 +401,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         valid_fraction=args.valid_fraction,
         best_round=args.best_round,
         early_stop=args.early_stop,
+        valid_metric=args.valid_metric,
     )
     from . import boost
     from .boost.transfer import TransferBoosting
@@ -469,7 +474,10 @@ def summary_line(s: dict, model_path: str) -> str:
         f"train error {s['train_error'] if s['train_error'] is not None else float('nan'):.4f}"
     )
     if s.get("valid_error") is not None:
-        line += f", valid error {s['valid_error']:.4f}"
+        if s.get("valid_metric") == "auc":
+            line += f", valid AUC {1.0 - s['valid_error']:.4f}"
+        else:
+            line += f", valid error {s['valid_error']:.4f}"
     if s.get("best_round") is not None:
         line += f" (best of {s['rounds_trained']} rounds trained)"
     if s.get("chosen"):

@@ -219,3 +219,75 @@ def test_resuming_an_early_stopped_run_stops_where_it_stopped(noisy, tmp_path):
     resumed = _train(noisy, tmp_path / "res.h5", *args, "--rounds", "400", "--resume")
     assert _core(resumed) == _core(first)
     assert resumed.info["validation"]["rounds_trained"] == trained
+
+
+# ------------------------------------------------------------ --valid-metric auc
+def test_auc_is_the_mann_whitney_statistic():
+    """Against scikit-learn's roc_auc_score: random, heavily tied and skewed scores, one positive."""
+    from sklearn.metrics import roc_auc_score
+
+    from mpiboost.train import auc
+
+    rng = np.random.default_rng(0)
+    for n, ties, rate in ((200, False, 0.5), (500, True, 0.05), (50, True, 0.5), (1000, False, 0.01)):
+        y = np.where(rng.random(n) < rate, 1, -1)
+        y[0] = 1
+        s = rng.normal(size=n) + 0.7 * y
+        if ties:
+            s = np.round(s)  # few distinct values: ties count one half
+        assert auc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert auc(np.ones(5), np.ones(5)) == 0.5  # one class: nothing to rank
+
+
+@pytest.fixture(scope="module")
+def imbalanced(tmp_path_factory):
+    """About 6% positives, a weak signal: the majority vote is right on most rows whatever the ranking."""
+    work = tmp_path_factory.mktemp("auc")
+    rng = np.random.default_rng(3)
+    for name, n in (("train", 3000), ("valid", 1500)):
+        X = rng.normal(size=(n, 6))
+        y = np.where(X[:, 0] + 0.8 * X[:, 1] * X[:, 2] + rng.normal(size=n) > 2.4, 1, -1).astype(np.int8)
+        write_dataset(work / f"{name}.h5", X, y)
+    return work
+
+
+@pytest.mark.mpi
+def test_valid_metric_auc_chooses_the_round_of_best_ranking(imbalanced, tmp_path):
+    from sklearn.metrics import roc_auc_score
+
+    from mpiboost.data.format import read_arrays
+
+    v = read_arrays(imbalanced / "valid.h5")
+    models = {}
+    for n in (1, 3):
+        path = tmp_path / f"m{n}.h5"
+        proc = run_cli(["train", "--algo", "adaboost", "--data", str(imbalanced / "train.h5"), "--valid",
+                        str(imbalanced / "valid.h5"), "--valid-metric", "auc", "--best-round", "--rounds", "60",
+                        "--model", str(path), "--quiet", "--threads", "1"], n=n, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        models[n] = Model.load(path)
+    m = models[1]
+    info = m.info["validation"]
+    assert info["metric"] == "auc" and m.n_rounds == info["best_round"]
+    assert _core(models[3]) == _core(m) and models[3].info["validation"] == info  # the same on 3 ranks
+    # the kept model's validation AUC is the one recorded, and no recorded round ranks better
+    cols = np.empty((v["X"].shape[1], v["X"].shape[0]), dtype=np.uint8)
+    m.bins.transform(v["X"], out=cols.T)
+    kept = 1.0 - roc_auc_score(v["y"], m.decision_function(cols))
+    assert info["best_error"] == pytest.approx(kept, abs=1e-12)
+    assert info["best_error"] == min(info["curve"].values())
+    # the error metric picks another round here (the majority class wins the error early)
+    proc = run_cli(["train", "--algo", "adaboost", "--data", str(imbalanced / "train.h5"), "--valid",
+                    str(imbalanced / "valid.h5"), "--best-round", "--rounds", "60", "--model",
+                    str(tmp_path / "e.h5"), "--quiet", "--threads", "1"])
+    assert proc.returncode == 0
+    by_error = Model.load(tmp_path / "e.h5").info["validation"]
+    assert by_error["metric"] == "error" and by_error["best_round"] < info["best_round"], (by_error, info)
+
+
+def test_valid_metric_auc_refuses_more_than_two_classes(tmp_path):
+    rng = np.random.default_rng(0)
+    write_dataset(tmp_path / "k3.h5", rng.normal(size=(300, 3)), rng.integers(0, 3, 300).astype(np.int32))
+    proc = run_cli(["train", "--algo", "samme", "--data", str(tmp_path / "k3.h5"), "--valid-fraction", "0.2",
+                    "--valid-metric", "auc", "--best-round", "--rounds", "5", "--model", str(tmp_path / "m.h5")])
+    assert proc.returncode == 2 and "--valid-metric auc" in proc.stderr, proc.stderr
