@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-NAMES = ("longservedio", "multisource", "transfer", "multitask", "multiclass")
+NAMES = ("longservedio", "multisource", "transfer", "multitask", "manytasks", "multiclass")
 
 
 @dataclass
