@@ -304,15 +304,24 @@ def auc(scores: np.ndarray, y: np.ndarray) -> float:
 
 def _valid_auc_loss(scorer: Scorer, vshard: Shard, proto: Protocol) -> float:
     """Collective: 1 - AUC of the validation rows (a task model: the mean over its tasks), the same on every
-    rank: the rows' scores are gathered in the global row order and every rank computes the same sum."""
+    rank: the center gathers the rows' scores in the global row order, computes it, and sends the one value.
+    The labels and tasks do not change between rounds: they are gathered once."""
     comm = proto.comm
-    scores = comm.allgatherv(np.ascontiguousarray(scorer.scores, dtype=np.float64))
-    y = comm.allgatherv(np.ascontiguousarray(vshard.y, dtype=np.int64))
-    if scorer.model.vote != "task":
-        return 1.0 - auc(scores, y)
-    task = comm.allgatherv(np.ascontiguousarray(vshard.domain, dtype=np.int64))
-    values = [auc(scores[task == k], y[task == k]) for k in np.unique(task)]
-    return 1.0 - float(np.mean(values)) if values else 0.5
+    if not hasattr(scorer, "_auc_rows"):
+        y = comm.gatherv(np.ascontiguousarray(vshard.y, dtype=np.int64))
+        task = comm.gatherv(np.ascontiguousarray(vshard.domain, dtype=np.int64)) \
+            if scorer.model.vote == "task" else None
+        scorer._auc_rows = (y, task)
+    scores = comm.gatherv(np.ascontiguousarray(scorer.scores, dtype=np.float64))
+    loss = None
+    if comm.is_center:
+        y, task = scorer._auc_rows
+        if task is None:
+            loss = 1.0 - auc(scores, y)
+        else:
+            values = [auc(scores[task == k], y[task == k]) for k in np.unique(task)]
+            loss = 1.0 - float(np.mean(values)) if values else 0.5
+    return float(comm.bcast(loss))
 
 
 def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Protocol) -> Optional[float]:
