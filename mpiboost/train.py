@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import boost, watchdog
+from . import boost, source_trust, watchdog
 from ._ext import _openmp
 from .boost.base import Algorithm, Hypothesis
 from .callbacks import BestRound, Callback, RoundEnv, sorted_callbacks
@@ -376,7 +376,7 @@ def checkpoint_record(ckpt: Model) -> Optional[dict]:
     return record if isinstance(record, dict) else None
 
 
-def check_resume(ckpt: Model, algo: Algorithm, run: Optional[dict] = None) -> None:
+def check_resume(ckpt: Model, algorithm: str, run: Optional[dict] = None) -> None:
     """A checkpoint must come from this run: same algorithm, seed and training data (before loading).
 
     Raises CollectiveError saying what differs (every rank decides alike).
@@ -385,8 +385,8 @@ def check_resume(ckpt: Model, algo: Algorithm, run: Optional[dict] = None) -> No
     """
     from .data.fingerprint import differences
 
-    if ckpt.algorithm != algo.name:
-        raise CollectiveError(f"checkpoint was made by {ckpt.algorithm}, not {algo.name}")
+    if ckpt.algorithm != algorithm:
+        raise CollectiveError(f"checkpoint was made by {ckpt.algorithm}, not {algorithm}")
     record = checkpoint_record(ckpt)
     if run is None or record is None:
         return  # a partial model without a record (the API): the caller vouches for it
@@ -669,6 +669,20 @@ def search(comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int
     return {"chosen": {k: tried[best][k] for k in names}, "tried": tried}
 
 
+def trust_record(resume: Optional[Model], algo: Algorithm) -> Optional[dict]:
+    """The source-trust choice a checkpoint recorded (:mod:`mpiboost.source_trust`), checked against this run."""
+    rec = source_trust.recorded(resume)
+    if rec is None:
+        return None
+    if not type(algo).has("source_trust"):
+        raise CollectiveError(f"--resume: the checkpoint chose how to trust its sources, but {algo.name} has none")
+    asked = algo.params["source_trust"]
+    if asked != "cv" and asked != rec["chosen"]:
+        raise CollectiveError(f"--resume: the checkpoint trained --source-trust {rec['chosen']}, this run asks "
+                              f"for {asked}")
+    return rec
+
+
 def _validation_source(valid: Optional[Sequence[str]], valid_fraction: Optional[float], inputs: _Inputs) -> dict:
     if valid_fraction:
         return {"fraction": float(valid_fraction), "rule": "stratified by (domain, class), systematic on the "
@@ -759,8 +773,11 @@ def train(
     if valid_metric != "error":
         run["valid_metric"] = valid_metric  # another metric chooses other rounds: resume refused
     searched = None
+    trust = trust_record(resume, algo)
     if resume is not None:
-        check_resume(resume, algo, run)  # before any work
+        # a checkpoint of a run whose folds chose an AdaBoost baseline is that baseline's
+        check_resume(resume, algo.name if trust is None or trust["chosen"] == "algorithm" else
+                     source_trust.BASELINE, run)  # before any work
         if auto:
             searched = (resume.info or {}).get("search") if isinstance(resume.info, dict) else None
             if not isinstance(searched, dict) or set(searched.get("chosen") or {}) != set(auto):
@@ -778,6 +795,24 @@ def train(
                             if p.type is list and algo.params.get(p.name)})
     choose = best_round or early_stop is not None or bool(auto)
     info: dict = {}
+    if type(algo).has("source_trust"):
+        # How far to trust the sources, from held-out target rows (source_trust.py): the run that follows
+        # trains the way chosen, which may be an AdaBoost baseline instead of the transfer algorithm.
+        with comm.collective_guard():
+            try:
+                algo.check_data(inputs.shard)  # resolves the target domain
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+        if trust is None:
+            if algo.params["source_trust"] == "cv":
+                trust = source_trust.choose(comm, algorithm, params or {}, rounds, inputs, seed, algo.target,
+                                            int(algo.params["source_folds"]))
+            else:
+                trust = {"chosen": algo.params["source_trust"], "rule": "given (--source-trust)"}
+        info["source_trust"] = trust
+        algorithm, params = source_trust.strategy_run(trust["chosen"], algorithm, params or {}, algo.target,
+                                                      algo.n_target)
+        auto = auto_params(algorithm, params)
     if auto:
         if searched is None:
             searched = search(comm, algorithm, params, auto, rounds, inputs, seed, early_stop)
@@ -820,6 +855,8 @@ def train(
         summary["best_valid_error"] = chooser.best_error
     if auto:
         summary["chosen"] = dict(searched["chosen"])
+    if trust is not None:
+        summary["source_trust"] = trust
     # The callbacks see the model the rounds built (a checkpoint must hold every trained round, or a resumed run
     # would go on from the best round); the model kept is the result's.
     env = RoundEnv(t=full.n_rounds, rounds=rounds, model=full, is_center=comm.is_center, summary=summary, run=run)

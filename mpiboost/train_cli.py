@@ -218,10 +218,13 @@ def _add_stream_options(p: argparse.ArgumentParser) -> None:
                    help="nominal features (value counts, Laplace-smoothed; the others Gaussian): auto = the "
                    "features whose values are all integer codes 0..15, none, or 0-based feature indices "
                    "(default auto)")
-    g.add_argument("--weak-learner", choices=("nba", "hoeffding"), default="nba",
-                   help="nba: naive-Bayes-adaptive leaves (naive Bayes or the majority class, whichever has been "
-                   "right more often); hoeffding: depth-1 Hoeffding trees with such a leaf at the root (the paper's "
-                   "code's learner; splits need thousands of rows) (default nba)")
+    g.add_argument("--weak-learner", choices=("auto", "nba", "mnb", "hoeffding"), default="auto",
+                   help="auto: mnb when every value is an integer >= 0, some exceed 15 and a quarter or more are 0 "
+                   "(sparse counts: words, dark-background pixels), else nba; nba: naive-Bayes-adaptive leaves (naive Bayes with Gaussian numerics "
+                   "or the majority class, whichever has been right more often); mnb: multinomial naive-Bayes "
+                   "leaves (every feature a count, Laplace-smoothed; or the majority class, likewise); hoeffding: "
+                   "depth-1 Hoeffding trees with an nba leaf at the root (the paper's code's learner; splits need "
+                   "thousands of rows) (default auto)")
     g.add_argument("--var-prior", type=float, default=None, metavar="A",
                    help="each class's Gaussian variance is shrunk toward the learner's pooled variance of the "
                    "feature with the weight of A examples; 0: the class's own variance plus a tiny floor, as "
@@ -482,6 +485,10 @@ def summary_line(s: dict, model_path: str) -> str:
         line += f" (best of {s['rounds_trained']} rounds trained)"
     if s.get("chosen"):
         line += " [" + ", ".join(f"{k} {v}" for k, v in s["chosen"].items()) + " chosen on validation]"
+    if s.get("source_trust"):
+        from .source_trust import describe
+
+        line += f" [{describe(s['source_trust'])}]"
     line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {model_path}"
     if s["stop_reason"] != "rounds":
         line += f" (stopped early: {s['stop_reason']})"

@@ -23,7 +23,11 @@ def tr_data(tmp_path_factory):
 
 
 def _train(files, model, *extra, n=1, rounds=10):
-    proc = run_cli(["train", *files, "--rounds", str(rounds), "--model", str(model), "--quiet", *extra], n=n)
+    # the algorithm itself unless a test asks for the folds (tests/test_source_trust.py)
+    baseline = "adaboost" in extra  # AdaBoost-k on the target: no sources to trust
+    trust = [] if "--source-trust" in extra or baseline else ["--source-trust", "algorithm"]
+    proc = run_cli(["train", *files, "--rounds", str(rounds), "--model", str(model), "--quiet", *trust, *extra],
+                   n=n)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
 

@@ -16,7 +16,7 @@ from mpiboost.evaluate import evaluate
 from mpiboost.train import train
 
 TRANSFER = ("tradaboost", "dtradaboost", "mstra", "msdtra")
-PAPER = {"candidates": "paper", "initial_split": "paper", "eps_floor": 0.0}
+PAPER = {"candidates": "paper", "initial_split": "paper", "eps_floor": 0.0, "source_trust": "algorithm"}
 
 
 def _paper(algo):
@@ -46,7 +46,8 @@ def _coefs(model):
 def _fit(path, algo, rounds=20, **params):
     cb = Rounds()
     res = train(world(), [path], algorithm=algo, rounds=rounds,
-                params={"weak_learner": "histogram", "target_domain": 0, **params}, seed=0, callbacks=[cb])
+                params={"weak_learner": "histogram", "target_domain": 0, "source_trust": "algorithm", **params},
+                seed=0, callbacks=[cb])
     return res, cb.rows
 
 

@@ -16,8 +16,9 @@ from typing import Optional
 import numpy as np
 
 from .msdtra import mix_plan
-from .transfer import (CANDIDATES_PARAM, EPS_FLOOR_PARAM, HIGH_ERROR_PARAM, INITIAL_SPLIT_PARAM, ROUNDS, TARGET_DOMAIN,
-                       Plan, TransferBoosting, vote_from_param)
+from .transfer import (CANDIDATES_PARAM, EPS_FLOOR_PARAM, HIGH_ERROR_PARAM, INITIAL_SPLIT_PARAM, ROUNDS,
+                       SOURCE_FOLDS_PARAM, SOURCE_TRUST_PARAM, TARGET_DOMAIN, Plan, TransferBoosting,
+                       vote_from_param)
 from .params import EXACT_TREES
 
 
@@ -28,7 +29,7 @@ class TrAdaBoost(TransferBoosting):
     multi_stump_rounds = False
     dynamic = False
     parameters = (*EXACT_TREES, TARGET_DOMAIN, vote_from_param("half"), HIGH_ERROR_PARAM, ROUNDS,
-                  CANDIDATES_PARAM, INITIAL_SPLIT_PARAM, EPS_FLOOR_PARAM)
+                  CANDIDATES_PARAM, INITIAL_SPLIT_PARAM, EPS_FLOOR_PARAM, SOURCE_TRUST_PARAM, SOURCE_FOLDS_PARAM)
 
     def plan(self, stumps: list, eps: np.ndarray) -> Optional[Plan]:
         _, has_target = self.split_candidates(stumps)

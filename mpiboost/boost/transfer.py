@@ -123,6 +123,24 @@ EPS_FLOOR_PARAM = Param(
     low=0.0, high=0.25, metavar="EPS",  # above 1/4 a perfect round would vote less than ln 3 / 2
 )
 
+SOURCE_TRUST = ("cv", "algorithm", "pooled", "target")
+SOURCE_TRUST_PARAM = Param(
+    "source_trust", str, "cv",
+    "how far the sources are trusted, from held-out evidence on the target: cv (the default: k-fold over the "
+    "target rows, see --source-folds, compares this algorithm, AdaBoost on every row pooled and AdaBoost on the "
+    "target rows alone, with the same weak learner and rounds, by their errors on the held-out target rows; an "
+    "alternative replaces the algorithm when it has fewer errors by more than one standard error; the one "
+    "chosen is trained on every row), algorithm (this algorithm, no folds: the papers' rule), pooled or target "
+    "(that AdaBoost, no folds)",
+    choices=SOURCE_TRUST,
+)
+SOURCE_FOLDS_PARAM = Param(
+    "source_folds", int, 10,
+    "--source-trust cv: folds over the target rows (leave-one-out when the target has fewer rows; below 2 rows "
+    "of a class, no folds and the algorithm as asked)", low=2, high=50, metavar="K", when=("source_trust", "cv"),
+)
+
+
 def initial_masses(split: str, counts: np.ndarray, target: int) -> Optional[np.ndarray]:
     """Each domain's share of the initial mass for ``--initial-split`` (None: the paper's uniform weights).
 
@@ -186,7 +204,7 @@ class TransferBoosting(Algorithm):
     needs_rounds = True  # the source factor depends on the number of rounds M
     stop_message = "the round's target error reached 1/2 (--high-error clip goes on)"
     parameters = (*EXACT_TREES, TARGET_DOMAIN, vote_from_param("first"), HIGH_ERROR_PARAM, ROUNDS,
-                  CANDIDATES_PARAM, INITIAL_SPLIT_PARAM, EPS_FLOOR_PARAM)
+                  CANDIDATES_PARAM, INITIAL_SPLIT_PARAM, EPS_FLOOR_PARAM, SOURCE_TRUST_PARAM, SOURCE_FOLDS_PARAM)
 
     @classmethod
     def check_params(cls, params: dict, given) -> None:

@@ -46,6 +46,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common as C  # noqa: E402
 
 DOMAINS = ("books", "dvd", "electronics", "kitchen")
+# Generated cases of one kind of source each (3 sources; relatedness rho of every source): the
+# sources help, are unrelated to the target rule, or teach its opposite.
+KINDS = {"helpful": (0.95, 0.9, 0.85), "unrelated": (0.0, 0.0, 0.0), "adversarial": (-0.9, -0.8, -0.7)}
+DATASETS = ["synth", "dense", *KINDS, "amazon"]
 PAPER = "msdtra:candidates=paper,initial_split=paper,eps_floor=0,source_update=paper"
 DEFAULT_METHODS = ["msdtra", PAPER, "adaboost-target", "adaboost-pooled", "lightgbm-pooled"]
 BASELINES = ["adaboost-target", "adaboost-pooled", "lightgbm-pooled"]
@@ -53,7 +57,7 @@ BASELINES = ["adaboost-target", "adaboost-pooled", "lightgbm-pooled"]
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--datasets", nargs="+", default=["synth", "dense", "amazon"], choices=["synth", "dense", "amazon"])
+    p.add_argument("--datasets", nargs="+", default=["synth", "dense", "amazon"], choices=DATASETS)
     p.add_argument("--data-dir", type=Path, default=C.DATASETS,
                    help="the directory holding amazon-multidomain-sentiment/ (default: $MPIBOOST_DATASETS or datasets/)")
     p.add_argument("--methods", nargs="+", default=DEFAULT_METHODS)
@@ -105,13 +109,19 @@ def run_method(args, comm, spec: str, target_file: Path, source_files: list, tes
     """Train ``spec`` and score it on the test file."""
     name, params = parse_method(spec)
     t0 = time.perf_counter()
-    if name == "lightgbm-pooled":
+    if name in ("lightgbm-pooled", "lightgbm-pooled-up", "lightgbm-target"):
         import lightgbm as lgb
 
-        Xs, ys = zip(*[C.read_xy(f) for f in [target_file, *source_files]])
+        files = [target_file] if name == "lightgbm-target" else [target_file, *source_files]
+        Xs, ys = zip(*[C.read_xy(f) for f in files])
         Xte, yte = C.read_xy(test_file)
+        weight = None
+        if name == "lightgbm-pooled-up":
+            # the target rows up-weighted to half the total mass: what a user would try first
+            n_b, n_a = len(ys[0]), sum(len(v) for v in ys[1:])
+            weight = np.concatenate([np.full(n_b, n_a / n_b), np.ones(n_a)])
         m = lgb.LGBMClassifier(n_jobs=1, random_state=0, verbose=-1)  # LightGBM's defaults
-        m.fit(np.vstack(Xs), (np.concatenate(ys) > 0).astype(int))
+        m.fit(np.vstack(Xs), (np.concatenate(ys) > 0).astype(int), sample_weight=weight)
         err = float(np.mean(np.where(m.predict(Xte) > 0, 1, -1) != np.where(yte > 0, 1, -1)))
         return {"error": err, "rounds_done": None, "empty": False, "seconds": time.perf_counter() - t0}
     from mpiboost.evaluate import evaluate
@@ -126,6 +136,7 @@ def run_method(args, comm, spec: str, target_file: Path, source_files: list, tes
                     params={"weak_learner": "histogram", "target_domain": 0, **params}, seed=0, threads=1)
     ev = evaluate(comm, res.model, [str(test_file)])
     return {"error": float(ev["error"]), "auc": ev.get("auc"), "rounds_done": res.summary["rounds"],
+            "source_trust": (res.summary.get("source_trust") or {}).get("chosen"),
             "empty": res.model.n_rounds == 0, "stop_reason": res.summary["stop_reason"],
             "seconds": time.perf_counter() - t0}
 
@@ -156,6 +167,9 @@ def synth_like(args, rec: C.Records, comm, dataset: str) -> None:
     d.mkdir(parents=True, exist_ok=True)
     if dataset == "synth":
         opts = dict(sources=args.synth_sources, d=20, informative=5)
+        n_src, nbs = args.source_n, args.nb
+    elif dataset in KINDS:
+        opts = dict(sources=len(KINDS[dataset]), d=20, informative=5, relatedness=list(KINDS[dataset]))
         n_src, nbs = args.source_n, args.nb
     else:
         opts = dict(sources=3, d=20, informative=20, shift=0.0,
@@ -233,7 +247,8 @@ def short_label(spec: str) -> str:
     """A table heading for a method spec (``X (paper)`` for the papers' rules)."""
     names = {"msdtra": "MSDTrA", "mstra": "MSTrA", "dtradaboost": "DTrAdaBoost", "tradaboost": "TrAdaBoost",
              "adaboost-target": "AdaBoost target", "adaboost-pooled": "AdaBoost pooled",
-             "lightgbm-pooled": "LightGBM pooled"}
+             "lightgbm-pooled": "LightGBM pooled", "lightgbm-pooled-up": "LightGBM pooled, target up-weighted",
+             "lightgbm-target": "LightGBM target"}
     name, params = parse_method(spec)
     base = names.get(name, name)
     if params.get("candidates") == "paper" and params.get("initial_split") == "paper":
@@ -241,6 +256,32 @@ def short_label(spec: str) -> str:
                                                                "source_update")}
         base += " (paper)"
     return base + (" " + ",".join(f"{k}={v}" for k, v in params.items()) if params else "")
+
+
+def guard_rows(args, rows_d: list, nbs: list) -> list:
+    """The simplest baselines' check: the reference against the better (in the mean) of the target-only and
+    the pooled baseline of its weak learner, with the standard error of the paired differences."""
+    ref_name, ref_params = parse_method(args.reference)
+    tree = ref_params.get("weak_learner") == "tree"
+    suffix = ":weak_learner=tree" if tree else ""
+    base = [b for b in (f"adaboost-target{suffix}", f"adaboost-pooled{suffix}") if b in args.methods]
+    if len(base) < 2 or args.reference in base:
+        return []
+    out = ["", f"| n_b | {args.reference} | better of target-only and pooled | Δ | SE of Δ | within 1 SE |",
+           "|---|---|---|---|---|---|"]
+    for nb in nbs:
+        by = {m: {(r["target"], r["rep"]): r["error"] for r in rows_d if r["nb"] == nb and r["method"] == m}
+              for m in [args.reference, *base]}
+        keys = sorted(set.intersection(*[set(v) for v in by.values()]))
+        if len(keys) < 2:
+            continue
+        best = min(base, key=lambda b: np.mean([by[b][k] for k in keys]))
+        diff = np.array([by[args.reference][k] - by[best][k] for k in keys])
+        se = diff.std(ddof=1) / math.sqrt(diff.size)
+        out.append(f"| {nb} | {np.mean([by[args.reference][k] for k in keys]):.3f} | {short_label(best)} "
+                   f"{np.mean([by[best][k] for k in keys]):.3f} | {diff.mean():+.3f} | {se:.3f} | "
+                   f"{'yes' if diff.mean() <= se else 'NO'} |")
+    return out
 
 
 def render(args, rec: C.Records) -> str:
@@ -279,6 +320,7 @@ def render(args, rec: C.Records) -> str:
                 losses = sum(x > y for x, y in zip(ref, other))
                 tests.append(f"| {nb} | {label[m]} | {np.mean(ref) - np.mean(other):+.3f} | {wins}/{len(keys) - wins - losses}/{losses} "
                              f"| {_p(t)} | {_p(w)} |")
+        out += guard_rows(args, rows_d, nbs)
         out.append("")
         out.append(f"| n_b | {args.reference} vs | Δ mean | W/T/L | p (t) | p (Wilcoxon) |")
         out.append("|---|---|---|---|---|---|")

@@ -1,0 +1,253 @@
+"""How far a transfer run trusts its sources, decided by held-out evidence on the target rows.
+
+A transfer algorithm (TrAdaBoost's family, MSDTrA) rates its candidates on the
+same few target rows it trains on, so a harmful source can look helpful: the
+run has no way to notice that AdaBoost on the target rows alone would test
+better. ``--source-trust cv`` (the default of every algorithm that declares the
+parameter) settles it before training, by k-fold cross-validation over the
+target rows only:
+
+* the folds split the target rows, stratified by class, by a seeded
+  permutation of each class's rows in the global row order (the same folds on
+  any number of ranks); every source row is in every fold's training part;
+* three ways to use the sources are trained on each fold's training part and
+  scored on its held-out target rows: ``algorithm`` (the transfer algorithm as
+  configured), ``pooled`` (AdaBoost on the target and source rows alike: full
+  trust) and ``target`` (AdaBoost on the target rows alone: none), with the
+  weak learner and rounds of the run;
+* the fewest held-out errors wins (exact integer counts); equal counts go to the
+  larger mean normalized margin ``y f(x) / sum |coef|`` (exact sums), then to
+  the order above (the algorithm the user asked for first).
+
+The chosen way is then trained on every row and is the model; the choice and
+every fold's errors are in ``model.info["source_trust"]``. ``--source-trust
+algorithm|pooled|target`` skips the folds and trains that one (``algorithm``:
+the papers' rule, the sources trusted as the algorithm's own update decides).
+
+The driver calls this module; the algorithms know nothing of it.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from . import boost, watchdog
+from ._ext import _exact
+from .errors import CollectiveError
+
+from .boost.transfer import SOURCE_TRUST as CHOICES
+
+STRATEGIES = CHOICES[1:]  # ("algorithm", "pooled", "target"); CHOICES[0] is "cv"
+BASELINE = "adaboost"  # what "pooled" and "target" train
+# An alternative replaces the algorithm the user asked for when its held-out gain exceeds this many standard
+# errors of the paired per-row differences: the one-standard-error rule of model selection, a preference for
+# the algorithm asked for that matters at 10-20 target rows, where a gain of one held-out row is noise
+# (compared with 0, 0.5 and 1.5 on generated helpful, mixed, unrelated and adversarial sources at
+# n_b = 10, 20, 50: docs/results.md, "Source trust").
+SWITCH_SE = 1.0
+MIN_CLASS_ROWS = 2  # a class with fewer target rows cannot be in both parts of a fold
+# Parameters of the transfer run that are not the weak learner's: the baselines do not take them.
+_NOT_CARRIED = {"rounds", "target_domain", "train_domain", "source_trust", "source_folds"}
+TREE_ONLY = {"max_leaves", "max_depth", "min_data_in_leaf", "min_child_weight", "l2", "split_gain", "exchange"}
+
+
+def strategy_run(strategy: str, algorithm: str, params: dict, target: int, n_target: int) -> tuple[str, dict]:
+    """The algorithm and parameters that train ``strategy`` (see the module docstring).
+
+    With trees, the pooled baseline is gradient-boosted trees of the logistic loss (AdaBoost's ``--loss
+    logistic``: Newton leaves, the pooled learner LightGBM users know); the target-only one is AdaBoost
+    with trees, or with stumps when the target rows are too few for a tree to split (fewer than
+    ``4 * min_data_in_leaf``).
+
+    Parameters
+    ----------
+    strategy : str
+        ``"algorithm"``, ``"pooled"`` or ``"target"``.
+    algorithm, params
+        The transfer run's algorithm name and parameters.
+    target : int
+        The target domain's index.
+    n_target : int
+        The target rows of the run (those the strategy trains on, for the folds).
+
+    Returns
+    -------
+    tuple
+        (algorithm name, parameters).
+    """
+    if strategy == "algorithm":
+        return algorithm, dict(params)
+    base = boost.get(BASELINE)
+    out = {k: v for k, v in params.items() if k not in _NOT_CARRIED and v is not None and base.has(k)}
+    if out.get("weak_learner") == "tree":
+        leaf = int(out.get("min_data_in_leaf") or base.declared("min_data_in_leaf").default)
+        if strategy == "pooled":
+            out.update(loss="logistic")
+            out.pop("split_gain", None)  # the logistic loss grows trees by the Newton gain only
+        elif n_target < 4 * leaf:
+            out = {k: v for k, v in out.items() if k not in TREE_ONLY}
+            out["weak_learner"] = "stump"
+    if strategy == "target":
+        out["train_domain"] = int(target)  # AdaBoost-k (exponential loss): weights on the target rows only
+    return BASELINE, out
+
+
+def target_folds(shard, target: int, k: int, seed: int, comm) -> np.ndarray:
+    """Collective: the fold (0..k-1) of each of this rank's target rows, -1 for every other row.
+
+    Each class's target rows are numbered in the global row order (an exclusive
+    scan of the counts over the ranks) and permuted by ``seed``; row j of the
+    permuted order of class c goes to fold ``(j + n_before_c) mod k``, with
+    ``n_before_c`` the target rows of the classes before c, so the folds differ
+    in size by at most one row and every class is spread over them evenly.
+    """
+    from .train import _class_index
+
+    is_t = shard.domain == target
+    cls = _class_index(shard.y)
+    K = max(int(shard.n_classes), 2)
+    counts = np.bincount(cls[is_t], minlength=K).astype(np.int64)
+    table = comm.allgather_array(counts) if comm.size > 1 else counts[None, :]
+    before, totals = table[: comm.rank].sum(axis=0), table.sum(axis=0)
+    fold = np.full(shard.domain.size, -1, dtype=np.int64)
+    rows = np.flatnonzero(is_t)
+    offset = 0
+    for c in range(K):
+        mine = rows[cls[rows] == c]
+        perm = np.random.default_rng([int(seed), 0xF01D5, c]).permutation(int(totals[c]))
+        fold[mine] = (perm[before[c] + np.arange(mine.size)] + offset) % k
+        offset += int(totals[c])
+    return fold
+
+
+def _row_outcomes(model, shard, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(wrong 0/1, normalized margin ``y f(x) / sum |coef|``) of ``model`` on this rank's ``rows``."""
+    if not rows.size:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    cols = np.ascontiguousarray(shard.cols[:, rows])
+    y = np.asarray(shard.y[rows], dtype=np.float64)
+    score = np.asarray(model.decision_function(cols), dtype=np.float64)
+    scale = float(np.abs(model.vote_coefficients()).sum()) or 1.0
+    wrong = (np.where(score >= 0, 1.0, -1.0) != y).astype(np.int64)
+    return wrong, y * score / scale
+
+
+def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
+             fold: np.ndarray, k: int, n_target: int) -> dict:
+    """Collective: each strategy's outcome on each of this rank's target rows when that row's fold was held out.
+
+    Returns
+    -------
+    dict
+        strategy -> (wrong, margin), arrays over this rank's rows (zeros off the target).
+    """
+    from .train import _Inputs, _run_once, _subset
+
+    shard = inputs.shard
+    out = {s: (np.zeros(shard.domain.size, dtype=np.int64), np.zeros(shard.domain.size)) for s in STRATEGIES}
+    for f in range(k):
+        part = _subset(shard, fold != f, comm)  # every source row and the other folds' target rows
+        held = np.flatnonzero(fold == f)
+        for s in STRATEGIES:
+            name, p = strategy_run(s, algorithm, params, target, n_target)
+            model = _run_once(comm, name, p, rounds, _Inputs(part), seed, (), None, None, None)[0].finish()
+            wrong, margin = _row_outcomes(model, shard, held)
+            out[s][0][held], out[s][1][held] = wrong, margin
+            watchdog.tick()
+    return out
+
+
+def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
+           folds: int) -> dict:
+    """Collective: the k-fold choice of how to use the sources; the record kept in the model's info.
+
+    Parameters
+    ----------
+    comm
+        The job's communicator.
+    algorithm, params, rounds, seed
+        The transfer run as asked for.
+    inputs
+        The loaded training inputs (``inputs.shard`` holds the target and source rows).
+    target : int
+        The target domain's index.
+    folds : int
+        The number of folds asked for; fewer when the target has fewer rows of a class.
+
+    Returns
+    -------
+    dict
+        ``chosen`` (a strategy), ``folds``, ``rule``, and per strategy its
+        held-out ``errors``, ``error`` (their fraction) and ``margin``.
+    """
+    from .protocol import Protocol
+
+    shard = inputs.shard
+    counts = target_class_counts(comm, shard, target)
+    smallest = int(counts.min()) if counts.size else 0
+    n_target = int(counts.sum())
+    k = min(int(folds), n_target)  # at most leave-one-out
+    if smallest < MIN_CLASS_ROWS:
+        return {"chosen": "algorithm", "rule": f"no folds: the target holds {smallest} row(s) of a class "
+                f"(at least {MIN_CLASS_ROWS} needed), the algorithm as asked", "folds": 0}
+    fold = target_folds(shard, target, k, seed, comm)
+    outcomes = held_out(comm, algorithm, params, rounds, inputs, seed, target, fold, k, n_target)
+    proto = Protocol(comm)
+    tried = {}
+    base_wrong = outcomes["algorithm"][0]
+    for s in STRATEGIES:
+        wrong, margin = outcomes[s]
+        d = base_wrong - wrong  # per target row: +1 where s is right and the algorithm wrong
+        sums = comm.allreduce_int(np.array([wrong.sum(), d.sum(), (d * d).sum()], dtype=np.int64))
+        total = float(proto.reduce_terms([_exact.partials(np.ascontiguousarray(margin))])[0])  # exact: any ranks
+        gain = int(sums[1]) / n_target
+        var = max(int(sums[2]) - int(sums[1]) ** 2 / n_target, 0.0) / max(n_target - 1, 1)
+        tried[s] = {"errors": int(sums[0]), "error": int(sums[0]) / n_target, "margin": total / n_target,
+                    "gain": gain, "se": math.sqrt(var / n_target)}
+    chosen = "algorithm"
+    for s in STRATEGIES[1:]:
+        t = tried[s]
+        if t["gain"] > 0 and t["gain"] > SWITCH_SE * t["se"] and (chosen == "algorithm" or t["gain"] > tried[chosen]["gain"]):
+            chosen = s
+    return {"chosen": chosen, "folds": k, "n_target": n_target,
+            "rule": f"the algorithm unless pooled or target has fewer held-out target errors, by more than "
+                    f"{SWITCH_SE} standard error of the paired per-row differences (the larger gain wins)",
+            "tried": tried}
+
+
+def target_class_counts(comm, shard, target: int) -> np.ndarray:
+    """Collective: the global count of each class among the target rows."""
+    from .train import _class_index
+
+    K = max(int(shard.n_classes), 2)
+    local = np.bincount(_class_index(shard.y[shard.domain == target]), minlength=K).astype(np.int64)
+    return comm.allreduce_int(local)
+
+
+def recorded(resume) -> Optional[dict]:
+    """The source-trust record of a checkpoint (None when it has none)."""
+    info = resume.info if resume is not None and isinstance(resume.info, dict) else {}
+    rec = info.get("source_trust")
+    if rec is None:
+        return None
+    if not isinstance(rec, dict) or rec.get("chosen") not in STRATEGIES:
+        raise CollectiveError("--resume: the checkpoint's source_trust record is not one this version wrote")
+    return rec
+
+
+def describe(rec: dict) -> str:
+    """One line for the run's output."""
+    if not rec.get("tried"):
+        return f"source trust: {rec['chosen']} ({rec.get('rule', 'given')})"
+    parts = ", ".join(f"{s} {rec['tried'][s]['errors']}/{rec['n_target']}" for s in STRATEGIES)
+    return f"source trust: {rec['chosen']} ({rec['folds']}-fold held-out target errors: {parts})"
+
+
+def check_value(value) -> None:
+    if value not in CHOICES:
+        raise CollectiveError(f"--source-trust must be one of {', '.join(CHOICES)}, got {value!r}")
+
+
+__all__ = ["CHOICES", "STRATEGIES", "choose", "describe", "recorded", "strategy_run", "target_folds"]
