@@ -42,6 +42,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport log, isnan, INFINITY
 
+from _leaves cimport first_best, heaviest
 from _typedefs cimport idx_t, cls_t
 
 cnp.import_array()
@@ -210,13 +211,7 @@ cdef class NBABank:
         self._cache_x = np.full(self.d, np.nan)
 
     cdef int _majority(self, idx_t n) noexcept nogil:
-        cdef const double* cw = <const double*> cnp.PyArray_DATA(self.class_weight) + n * self.n_classes
-        cdef idx_t c
-        cdef int best = 0
-        for c in range(1, self.n_classes):
-            if cw[c] > cw[best]:
-                best = <int> c
-        return best
+        return heaviest(<const double*> cnp.PyArray_DATA(self.class_weight) + n * self.n_classes, self.n_classes)
 
     cdef double _class_score(self, idx_t n, const double* x, idx_t c) noexcept nogil:
         """log w_c + sum_j log P(x_j | c), or -inf for a class without weight.
@@ -263,13 +258,7 @@ cdef class NBABank:
 
     cdef int _best(self, const double* scores) noexcept nogil:
         """The first class of the largest finite score; -1 if none is finite (no class has weight)."""
-        cdef idx_t c
-        cdef int best = -1
-        cdef double top = -INFINITY
-        for c in range(self.n_classes):
-            if scores[c] > top:
-                top, best = scores[c], <int> c
-        return best
+        return first_best(scores, self.n_classes)
 
     cdef int _naive_bayes(self, idx_t n, const double* x) noexcept nogil:
         """Naive Bayes' class for x; -1 if the learner has learnt nothing."""

@@ -153,7 +153,7 @@ def test_a_row_missing_its_numeric_values_ties_to_the_lowest_class():
     rng = np.random.default_rng(0)
     wrong = 0
     for _ in range(50):
-        leaf, bank = ref.Leaf(2, [0, 0, 0]), make_bank({}, 1, 2, [0, 0, 0])
+        leaf, bank = ref.Leaf(2, [0, 0, 0]), make_bank({"kind": "nba"}, 1, 2, [0, 0, 0])
         for c in (0, 1):
             for _ in range(3):
                 x = rng.normal(c, 1 + rng.random(), 3) * 10 ** rng.uniform(-3, 3, 3)

@@ -32,7 +32,7 @@ import numpy as np
 
 from .._ext import _nba, _simplex
 from .base import OnlineBooster, StreamRandom
-from .learners import make_bank
+from .learners import make_bank, resolve
 
 LABEL_DTYPE = np.int16  # a label on the wire; k <= MAX_CLASSES fits
 MAX_CLASSES = np.iinfo(LABEL_DTYPE).max
@@ -95,12 +95,14 @@ def start(booster: OnlineBooster, values, *, rank: int = 0, size: int = 1, n: in
           seed: int = 0, keep_predictions: bool = False, learner: Optional[dict] = None) -> StreamState:
     """A fresh pass over a stream of ``n`` examples (``values``: per feature its nominal values, 0: numeric).
 
-    ``learner``: the weak learners' spec (:func:`mpiboost.online.learners.spec`; None: the defaults).
+    ``learner``: the weak learners' spec (:func:`mpiboost.online.learners.spec`, resolved by the data:
+    :func:`mpiboost.online.learners.resolve`; None or unresolved ``auto``: naive-Bayes-adaptive leaves).
     """
     if booster.n_classes > MAX_CLASSES:
         raise ValueError(f"at most {MAX_CLASSES} classes, got {booster.n_classes}")
     lo, hi = learner_slice(booster.n_learners, size, rank)
-    bank = make_bank(learner or {}, hi - lo, booster.n_classes, values) if hi > lo else None
+    learner = resolve(learner or {}, False)  # no rows seen here: "auto" is nba (the callers with data resolve it)
+    bank = make_bank(learner, hi - lo, booster.n_classes, values) if hi > lo else None
     test_start = n - int(round(test_fraction * n))
     return StreamState(booster, bank, lo, hi, size, test_start, int(seed), predictions=[] if keep_predictions else None)
 
@@ -216,10 +218,16 @@ def prequential(X: np.ndarray, y: np.ndarray, values, n_classes: int, *, algorit
         The RNG seed, examples per block (1: the sequential algorithm), the
         last part of the stream whose accuracy is ``acc_test``.
     learner
-        The weak learners (:func:`mpiboost.online.learners.spec`; None: naive-Bayes-adaptive leaves).
+        The weak learners (:func:`mpiboost.online.learners.spec`; None or ``kind = "auto"``: chosen by the
+        data's kind, :func:`mpiboost.online.learners.resolve`: multinomial naive Bayes on counts and pixels,
+        naive-Bayes-adaptive leaves otherwise).
     """
     from . import ONLINE
+    from .learners import counts_like
 
+    learner = resolve(learner or {}, counts_like(X))
+    if learner["kind"] == "mnb":
+        values = [0] * len(values)  # counts: every feature a count, none nominal
     booster = ONLINE[algorithm](n_classes, params, seed)
     state = start(booster, values, n=len(y), test_fraction=test_fraction, seed=seed, learner=learner)
     run(state, blocks_of(X, np.asarray(y, dtype=np.int64), block_size))

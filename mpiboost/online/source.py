@@ -22,6 +22,11 @@ from ..errors import InputError
 
 AUTO_NOMINAL_VALUES = 16  # `--nominal auto`: integer codes 0..15 make a nominal feature
 MAX_NOMINAL_VALUES = 1 << 16
+# Counts (words of a text, dark pixels of an image) are sparse: a table of integers >= 0 is taken as counts
+# when at least this share of its values is 0 (8 x 8 digits: 49%, bags of words: ~99%). Integer levels that
+# never reach 0 (multispectral pixel values 27..157 in satimage) are intensities, which Gaussian leaves model
+# better (measured: docs/results.md, "Online boosting on pixel streams").
+COUNTS_ZERO_SHARE = 0.25
 SCAN_ROWS = 1 << 16  # rows per chunk of the scan and of the stream
 
 
@@ -35,6 +40,10 @@ class StreamInfo:
     classes: list
     values: list
     feature_names: Optional[list] = None
+    # every value an integer >= 0 (NaN aside), some beyond a nominal code, a quarter or more of them 0: counts
+    # or dark-background pixels, the data multinomial naive-Bayes leaves model (mpiboost.online.learners.resolve)
+    counts: bool = False
+    nonnegative: bool = False  # every value >= 0 (NaN aside): what multinomial leaves accept
 
     @property
     def nominal(self) -> list:
@@ -86,6 +95,9 @@ def scan(paths: Sequence[str | os.PathLike], nominal="auto", chunk_rows: int = S
     if listed is not None and listed and max(listed) >= d:
         raise InputError(f"--nominal {max(listed)}: the data have {d} features (0..{d - 1})")
     integral = np.ones(d, dtype=bool)  # every value seen so far an integer code >= 0
+    whole = np.ones(d, dtype=bool)  # every value seen so far an integer >= 0, of any size
+    nonneg = True
+    zeros = present = 0
     top = np.full(d, -1.0)
     seen: set = set()
     for g, fi, r0, arr in iter_block(files, 0, n, what=("X", "y"), chunk_rows=chunk_rows):
@@ -110,6 +122,11 @@ def scan(paths: Sequence[str | os.PathLike], nominal="auto", chunk_rows: int = S
                                  f"code (an integer 0..{MAX_NOMINAL_VALUES - 1}; --nominal lists feature {j})")
         integral &= ok.all(axis=0)
         with np.errstate(invalid="ignore"):
+            whole &= (np.isnan(Xf) | ((Xf >= 0) & (Xf == np.floor(Xf)))).all(axis=0)
+            nonneg = nonneg and bool((np.isnan(Xf) | (Xf >= 0)).all())
+        zeros += int(np.count_nonzero(Xf == 0))
+        present += int(np.count_nonzero(~np.isnan(Xf)))
+        with np.errstate(invalid="ignore"):
             top = np.fmax(top, np.nanmax(np.where(np.isnan(Xf), -1.0, Xf), axis=0)) if len(Xf) else top
     try:
         classes = lab.canonical(seen)
@@ -125,7 +142,9 @@ def scan(paths: Sequence[str | os.PathLike], nominal="auto", chunk_rows: int = S
                 values[j] = max(int(top[j]) + 1, 1)
         elif nominal == "auto" and integral[j] and top[j] < AUTO_NOMINAL_VALUES:
             values[j] = max(int(top[j]) + 1, 1)
-    return StreamInfo(files, n, d, classes, values, files[0].feature_names)
+    counts = bool(d and whole.all() and float(np.max(top)) >= AUTO_NOMINAL_VALUES
+                  and zeros >= COUNTS_ZERO_SHARE * max(present, 1))
+    return StreamInfo(files, n, d, classes, values, files[0].feature_names, counts=counts, nonnegative=nonneg)
 
 
 def order_of(n: int, shuffle: Optional[int]) -> Optional[np.ndarray]:

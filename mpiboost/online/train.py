@@ -152,6 +152,14 @@ def run(comm, args, params: dict) -> int:
     with comm.collective_guard():
         info = source.scan(args.data, args.nominal_parsed) if comm.is_center else None
     info = comm.bcast(info)
+    args.learner = learners.resolve(args.learner, info.counts)  # auto: by the data's kind; the model records it
+    if args.learner["kind"] == "mnb":
+        if not info.nonnegative:
+            raise InputError(f"{', '.join(args.data)}: --weak-learner mnb models counts, but the data hold negative "
+                             "values (use nba)")
+        if args.nominal not in ("auto", "none"):
+            raise InputError("--nominal lists nominal features, but --weak-learner mnb takes every feature as a count")
+        info.values = [0] * info.d  # counts: none nominal
     if len(info.classes) > driver.MAX_CLASSES:
         raise InputError(f"{', '.join(args.data)}: {len(info.classes)} classes; at most {driver.MAX_CLASSES}")
     t_scan = time.perf_counter()
