@@ -237,12 +237,17 @@ def recorded(resume) -> Optional[dict]:
     return rec
 
 
+MEANING = {"algorithm": "the transfer algorithm", "pooled": "AdaBoost on every row pooled",
+           "target": "AdaBoost on the target rows alone"}
+
+
 def describe(rec: dict) -> str:
     """One line for the run's output."""
+    what = MEANING[rec["chosen"]]
     if not rec.get("tried"):
-        return f"source trust: {rec['chosen']} ({rec.get('rule', 'given')})"
+        return f"source trust: {rec['chosen']}, the model is {what} ({rec.get('rule', 'given')})"
     parts = ", ".join(f"{s} {rec['tried'][s]['errors']}/{rec['n_target']}" for s in STRATEGIES)
-    return f"source trust: {rec['chosen']} ({rec['folds']}-fold held-out target errors: {parts})"
+    return f"source trust: {rec['chosen']}, the model is {what} ({rec['folds']}-fold held-out target errors: {parts})"
 
 
 def check_value(value) -> None:

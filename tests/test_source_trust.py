@@ -131,7 +131,8 @@ def test_same_choice_and_model_on_any_number_of_ranks_and_resume(tmp_path):
         model = tmp_path / f"m{n}.h5"
         proc = run_cli(["train", "--algo", "msdtra", "--data", path, "--rounds", "12", "--model", str(model)], n=n)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert "source trust: target (10-fold held-out target errors: algorithm" in proc.stdout, proc.stdout
+        assert ("source trust: target, the model is AdaBoost on the target rows alone (10-fold held-out target "
+                "errors: algorithm") in proc.stdout, proc.stdout
         exports.add(run_cli(["export", "--model", str(model)]).stdout)
     assert len(exports) == 1
     ckpt = tmp_path / "ckpt.h5"
