@@ -42,8 +42,6 @@ def _task_params(cls, task: str) -> dict:
         params["train_domain"] = "target"  # a baseline trained on the target rows only
     if cls.has("high_error"):
         params["high_error"] = "clip"  # every round runs, so resuming after round 3 is a real test
-    if cls.has("source_folds"):
-        params["source_folds"] = 2  # the default choice by folds, at 7 trainings a run instead of 31
     return params
 
 
@@ -57,6 +55,10 @@ def _fit(comm, name, task, mode, paths, rounds=ROUNDS, **kw):
     params = _task_params(cls, task)
     if mode is not None:
         params["weak_learner"] = mode
+    if cls.has("source_folds"):
+        # the default choice by folds with the default weak learner (2 folds: 7 trainings instead of 31);
+        # the algorithm's own model with the others
+        params.update({"source_folds": 2} if mode in (None, "stump") else {"source_trust": "algorithm"})
     return train(comm, [paths[task]], algorithm=name, rounds=rounds, params=params, seed=11, threads=1, **kw)
 
 

@@ -145,12 +145,15 @@ def uneven(n: int, size: int, dedicated: bool = False) -> list:
 
 def _fit(comm, name, params, task_data, task, vf, **kw):
     paths, _, _ = task_data
+    defaults = not params
     params = dict(params)
     cls = boost.get(name)
     if cls.has("high_error"):
         params.setdefault("high_error", "clip")  # every round runs, so the crash in round 5 is a real interruption
-    if cls.has("source_folds") and params.get("source_trust", "cv") == "cv":
-        params.setdefault("source_folds", 2)  # the default choice by folds, at 7 trainings a run instead of 31
+    if cls.has("source_folds") and "source_trust" not in params:
+        # The defaults run the choice by folds (2 folds: 7 trainings a run instead of 31), on every layout and
+        # through the crash; every other option is the algorithm's own and runs without folds.
+        params.update({"source_folds": 2} if defaults else {"source_trust": "algorithm"})
     return train(comm, [paths[task]], algorithm=name, rounds=ROUNDS, params=params, seed=7, threads=1,
                  valid_fraction=vf, **kw).model
 

@@ -101,8 +101,11 @@ def test_an_interrupt_exits_130(tmp_path, ranks):
     args = [sys.executable, "-m", "mpiboost", "train", "--algo", "adaboost", "--data", str(tmp_path / "d.h5"),
             "--rounds", "1000000", "--model", str(tmp_path / "m.h5"), "--metrics", str(met), "--quiet"]
     cmd = mpiexec_cmd(ranks, args) if ranks else args
+    # A job started in the background by a shell inherits SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler: the child gets the default disposition back, as a terminal's job has it.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env(),
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + scaled(60)  # a hang guard
         while not (met.exists() and met.read_text().count("\n") >= 5):
