@@ -6,7 +6,10 @@ every callback at three points with a :class:`RoundEnv`:
 ``on_train_begin(env)``  after loading, before round 1 (``env.t`` = rounds already done);
                          return True if training must not go on (a resumed run already stopped);
 ``on_round_end(env)``    after each round; return True to stop training;
-``on_train_end(env)``    once, after the last round.
+``on_train_end(env)``    once, after the last round;
+``on_search(what, done, total, is_center)``
+                         after each training of a search before the rounds (the k-fold choice of
+                         ``--source-trust cv``): ``done`` of ``total`` trainings.
 
 Callbacks run on every rank; those that write (files, the terminal) act on the
 center only (``env.is_center``). A callback that stops training must decide
@@ -57,6 +60,9 @@ class Callback:
     def on_train_end(self, env: RoundEnv) -> None:
         pass
 
+    def on_search(self, what: str, done: int, total: int, is_center: bool) -> None:
+        pass
+
 
 class ProgressBar(Callback):
     """A tqdm bar on the center, silent when stderr is not a terminal."""
@@ -86,6 +92,19 @@ class ProgressBar(Callback):
     def on_train_end(self, env: RoundEnv) -> None:
         if self.bar is not None:
             self.bar.close()
+
+    def on_search(self, what: str, done: int, total: int, is_center: bool) -> None:
+        if not is_center:
+            return
+        if self.bar is None or getattr(self.bar, "total", None) != total or done == 1:
+            from tqdm import tqdm
+
+            disable = (not sys.stderr.isatty()) if self.enabled is None else not self.enabled
+            self.bar = tqdm(total=total, desc=what, unit="fit", disable=disable, file=sys.stderr)
+        self.bar.update(1)
+        if done == total:
+            self.bar.close()
+            self.bar = None
 
 
 class _Writer(Callback):

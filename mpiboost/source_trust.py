@@ -135,7 +135,7 @@ def _row_outcomes(model, shard, rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
-             fold: np.ndarray, k: int, n_target: int) -> dict:
+             fold: np.ndarray, k: int, n_target: int, callbacks=()) -> dict:
     """Collective: each strategy's outcome on each of this rank's target rows when that row's fold was held out.
 
     Returns
@@ -156,11 +156,14 @@ def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int,
             wrong, margin = _row_outcomes(model, shard, held)
             out[s][0][held], out[s][1][held] = wrong, margin
             watchdog.tick()
+            done = f * len(STRATEGIES) + STRATEGIES.index(s) + 1
+            for cb in callbacks:  # progress: the folds may take many times one training
+                cb.on_search("source trust folds", done, k * len(STRATEGIES), comm.is_center)
     return out
 
 
 def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
-           folds: int) -> dict:
+           folds: int, callbacks=()) -> dict:
     """Collective: the k-fold choice of how to use the sources; the record kept in the model's info.
 
     Parameters
@@ -174,7 +177,9 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
     target : int
         The target domain's index.
     folds : int
-        The number of folds asked for; fewer when the target has fewer rows of a class.
+        The number of folds asked for; at most one per target row.
+    callbacks
+        :class:`mpiboost.callbacks.Callback` objects, told of each training (``on_search``).
 
     Returns
     -------
@@ -193,7 +198,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
         return {"chosen": "algorithm", "rule": f"no folds: the target holds {smallest} row(s) of a class "
                 f"(at least {MIN_CLASS_ROWS} needed), the algorithm as asked", "folds": 0}
     fold = target_folds(shard, target, k, seed, comm)
-    outcomes = held_out(comm, algorithm, params, rounds, inputs, seed, target, fold, k, n_target)
+    outcomes = held_out(comm, algorithm, params, rounds, inputs, seed, target, fold, k, n_target, callbacks)
     proto = Protocol(comm)
     tried = {}
     base_wrong = outcomes["algorithm"][0]

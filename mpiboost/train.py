@@ -806,7 +806,7 @@ def train(
         if trust is None:
             if algo.params["source_trust"] == "cv":
                 trust = source_trust.choose(comm, algorithm, params or {}, rounds, inputs, seed, algo.target,
-                                            int(algo.params["source_folds"]))
+                                            int(algo.params["source_folds"]), sorted_callbacks(callbacks))
             else:
                 trust = {"chosen": algo.params["source_trust"], "rule": "given (--source-trust)"}
         info["source_trust"] = trust

@@ -169,3 +169,20 @@ def test_trees_as_candidates_train_through_the_folds(tmp_path):
     rec = res.model.info["source_trust"]
     assert rec["chosen"] == "target" and res.model.has_trees, rec
     assert evaluate(world(), res.model, [test])["error"] < 0.35
+
+
+def test_the_folds_report_their_progress(tmp_path):
+    from mpiboost.callbacks import Callback, ProgressBar
+
+    class Steps(Callback):
+        def __init__(self):
+            self.seen = []
+
+        def on_search(self, what, done, total, is_center):
+            self.seen.append((what, done, total))
+
+    path, _ = _case(tmp_path, "p", [0.9], target_n=12)
+    steps = Steps()
+    train(world(), [path], algorithm="msdtra", rounds=3, params={"target_domain": 0, "source_folds": 4},
+          seed=0, callbacks=[steps, ProgressBar(enabled=False)])
+    assert steps.seen == [("source trust folds", i, 12) for i in range(1, 13)]
