@@ -15,12 +15,13 @@ target rows only:
   configured), ``pooled`` (AdaBoost on the target and source rows alike: full
   trust) and ``target`` (AdaBoost on the target rows alone: none), with the
   weak learner and rounds of the run;
-* the fewest held-out errors wins (exact integer counts); equal counts go to the
-  larger mean normalized margin ``y f(x) / sum |coef|`` (exact sums), then to
-  the order above (the algorithm the user asked for first).
+* the algorithm stays unless ``pooled`` or ``target`` has fewer held-out errors
+  (exact integer counts) by more than ``SWITCH_SE`` standard errors of the paired
+  per-row differences; of two such, the larger gain wins. The mean normalized
+  margin ``y f(x) / sum |coef|`` of each is recorded too.
 
 The chosen way is then trained on every row and is the model; the choice and
-every fold's errors are in ``model.info["source_trust"]``. ``--source-trust
+each way's held-out counts are in ``model.info["source_trust"]``. ``--source-trust
 algorithm|pooled|target`` skips the folds and trains that one (``algorithm``:
 the papers' rule, the sources trusted as the algorithm's own update decides).
 
@@ -35,9 +36,8 @@ import numpy as np
 
 from . import boost, watchdog
 from ._ext import _exact
-from .errors import CollectiveError
-
 from .boost.transfer import SOURCE_TRUST as CHOICES
+from .errors import CollectiveError
 
 STRATEGIES = CHOICES[1:]  # ("algorithm", "pooled", "target"); CHOICES[0] is "cv"
 BASELINE = "adaboost"  # what "pooled" and "target" train
