@@ -197,3 +197,33 @@ def test_the_cli_chooses_the_leaf_and_refuses_negative_counts(tmp_path):
                     "--n-learners", "10", "--quiet"])
     assert proc.returncode == 0
     assert json.loads(run_cli(["export", "--model", str(model)]).stdout)["learner"]["kind"] == "nba"
+
+
+def test_a_model_file_names_its_leaf(tmp_path):
+    """A header without the learner field (format 1) is nba's; a crafted "auto" is refused with the file's name."""
+    import json
+
+    import h5py
+
+    from mpi_util import run_cli
+    from mpiboost.data.format import write_dataset
+    from mpiboost.errors import InputError
+    from mpiboost.online.model import load_any
+
+    rng = np.random.default_rng(0)
+    write_dataset(tmp_path / "s.h5", rng.normal(size=(100, 3)), rng.integers(0, 2, 100).astype(np.int32))
+    model = tmp_path / "m.h5"
+    assert run_cli(["train", "--algo", "online-agnostic", "--data", str(tmp_path / "s.h5"), "--model", str(model),
+                    "--n-learners", "4", "--quiet"]).returncode == 0
+    for learner in (None, {"kind": "auto"}):
+        with h5py.File(model, "r+") as f:
+            header = json.loads(f.attrs["header"])
+            header.pop("learner", None)
+            if learner is not None:
+                header["learner"] = learner
+            f.attrs["header"] = json.dumps(header)
+        if learner is None:
+            assert load_any(model).learner["kind"] == "nba"
+        else:
+            with pytest.raises(InputError, match="m.h5: header field 'learner'"):
+                load_any(model)

@@ -43,7 +43,7 @@ class OnlineModel:
     booster: dict = field(default_factory=dict)  # the booster's own arrays
     feature_names: Optional[list] = None
     info: dict = field(default_factory=dict)
-    learner: dict = field(default_factory=dict)  # the weak learners' spec (mpiboost.online.learners)
+    learner: dict = field(default_factory=lambda: {"kind": "nba"})  # the weak learners' spec, resolved
     output = "argmax"
     needs_raw = True
     kind = KIND
@@ -152,7 +152,11 @@ class OnlineModel:
                                       and all(isinstance(x, str) for x in names)):
             raise InputError(f"{path}: header field 'feature_names' must be {len(values)} strings")
         try:
-            learner = learners.spec(header.get("learner") or {"var_prior": 0.0})  # format 1 before it: no prior
+            # format 1 before the field: nba leaves without the prior; a file's learner names its kind (nba before
+            # the kind could be chosen by the data)
+            learner = learners.spec({"kind": "nba", **(header.get("learner") or {"var_prior": 0.0})})
+            if learner["kind"] == "auto":
+                raise ValueError("kind 'auto' is resolved before a model is saved")
         except ValueError as exc:
             raise InputError(f"{path}: header field 'learner': {exc}") from None
         info = header.get("info") or {}
