@@ -168,9 +168,11 @@ def make_algorithm(algorithm: str, params: Optional[dict], rounds: int,
     if cls.needs_rounds:
         params["rounds"] = int(rounds)  # part of the algorithm (the transfer algorithms' source factor)
     try:
-        return cls(params)
+        algo = cls(params)
     except ValueError as exc:
         raise CollectiveError(str(exc)) from None
+    algo.planned_rounds = int(rounds)  # for defaults that follow the rounds and the data (set in setup)
+    return algo
 
 
 def _check_task(cls: type, shard: Shard) -> None:

@@ -146,7 +146,9 @@ def test_same_seed_same_model_on_every_communicator(task_data, name, task, mode)
 def test_resume_from_a_checkpoint_is_the_uninterrupted_model(task_data, name, task, mode):
     comms = comms_of_every_size()
     full = _fit(comms[0], name, task, mode, task_data).model
-    assert full.n_rounds == ROUNDS
+    # every round runs, or the run ends without a weak edge left (IS multi-task's sampled stumps after its
+    # start forest) after the checkpoint's round 3: resuming is still a real test
+    assert 3 < full.n_rounds <= ROUNDS
     # the interrupted run: the same run stopped after round 3 (its model is the checkpoint)
     part = _fit(comms[-1], name, task, mode, task_data, callbacks=[_StopAt(3)]).model
     assert part.n_rounds == min(3, full.n_rounds)

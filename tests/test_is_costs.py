@@ -216,7 +216,8 @@ def test_every_step_of_the_algorithm_is_the_brute_force_minimiser(lam, teacher, 
     from mpiboost.boost.is_multitask import ISMultitask
 
     shard, X, y, task, n_bins = _task_shard(seed)
-    algo = ISMultitask({"lam": lam, "teacher": teacher, "steps_per_visit": 2, "weak_learner": "histogram"})
+    algo = ISMultitask({"lam": lam, "teacher": teacher, "steps_per_visit": 2, "weak_learner": "histogram",
+                        "start": "zero"})  # the paper's zero start and exact steps
     algo.setup(shard, Protocol(Comm(_mpi().COMM_SELF)), seed)
     J = 3
     F = np.zeros((J, len(y)))  # every task's score on every row, kept by the test

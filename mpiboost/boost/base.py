@@ -225,6 +225,9 @@ class Algorithm(ABC):
     # For choices an algorithm makes inside setup (IS multi-task's per-task fits); the rounds' validation
     # error is the driver's.
     valid = None
+    # The rounds the run asks for (set by the driver after the parameters are checked), for defaults that
+    # depend on the rounds and the data together (IS multi-task's nu: T / J steps per task); None if unknown.
+    planned_rounds: Optional[int] = None
 
     def __init__(self, params: Optional[Mapping] = None) -> None:
         self.params = self.resolve(params or {})

@@ -30,10 +30,26 @@ with validation rows, cut at each task's best validation round).
 ``--lambda auto`` chooses lambda (from ``--lambda-grid``) and the rounds
 together by the mean of the tasks' validation errors.
 
-Beyond the paper, ``--start pooled`` starts every F_k from one AdaBoost on
-all the tasks' rows (validated like the rest, stored as the model's round 0
-of shared stumps); a task alone then continues AdaBoost from it.
-``--start auto`` lets validation choose that start or the paper's zero one.
+Beyond the paper (the paper's rule is ``--start zero --learning-rate 1
+--task-order random``):
+
+* ``--start logistic`` (the default) starts every F_k from one gradient-boosted
+  forest of logistic trees on all the tasks' rows (LightGBM's defaults: 31
+  leaves, learning rate 0.1, 100 trees, from the class prior), halved onto the
+  exponential loss's scale (its minimiser is half the log-odds), stored as
+  the model's round 0 of shared trees. Many small tasks share most of their
+  rule: the pooled forest learns it from every row, the class prior handles
+  few positives, and the task steps, shrunk by nu = 0.1, learn what is each
+  task's own, pulled toward the other tasks by lambda. ``--start pooled``
+  starts from one AdaBoost of the weak learner on all rows instead. Both are
+  cut at their best validation round when there are validation rows (the
+  forest by the validation log-loss); a task alone continues AdaBoost from the
+  start. ``--start auto`` lets validation choose among zero, pooled and
+  logistic.
+* ``--task-order cycle`` (the default) steps every task once per cycle of J
+  outer rounds, in a seeded order each cycle, so a budget of T steps gives
+  each task about T / J of them; the paper's uniform draw (``random``) leaves
+  some of many tasks without a step (their F_k = 0 predicts +1 on every row).
 
 The random numbers of task k's s-th step are keyed by (seed, s), as
 AdaBoost's round s; the task draws by (seed, outer round). Every sum that
@@ -48,11 +64,25 @@ import numpy as np
 
 from .._ext import _exact, _multitask, _weights
 from ..weak.stump import StumpLearner
+from ..weak.tree import Tree, as_stump, stump_tree
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
 from .params import SAMPLING
 
 _TASK_DRAW = 0x15A7  # RNG stream of the outer rounds' task draws
+_TASK_CYCLE = 0x15A8  # RNG stream of the cycles' task orders
+START_LEARNING_RATE = 0.1  # the logistic start's shrinkage: LightGBM's default
+START_ROUNDS = {"pooled": 200, "logistic": 100}  # the start's rounds at most (logistic: LightGBM's 100 trees)
+# The exponential loss's population minimiser is half the log-odds: the logistic start's F, halved, is on
+# the scale of the exponential steps that follow (their costs exp(-y F) are then sqrt((1 - p) / p)).
+START_SCALE = 0.5
+# nu after a fitted start: its steps refine a model that already holds the shared rule, and the exact
+# step on a few hundred rows would overfit it. nu = c / sqrt(steps per task), at most 1, lets a task's
+# summed step grow as the square root of its steps, as MultiBoost's 1/sqrt(T) with trees; c = 1.5 was
+# the best within 0.003 AUC at 10, 20 and 50 steps per task of the many-task generator and on the
+# paper's Dataset 2 (docs/results.md, "Many small imbalanced tasks").
+REFINE_C = 1.5
+REFINE_LEARNING_RATE = 0.3  # without a number of rounds (the algorithm made directly): 20 steps per task
 # `--lambda auto`: the paper's experiments' grid; 0 is in it (method C: the tasks alone)
 LAMBDA_GRID = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 LAMBDA_MAX = 1e6  # the largest lambda (and lambda_kj of scenario B)
@@ -68,8 +98,10 @@ class ISMultitask(Algorithm):
     weak_learners = ("stump", "tree")
     parameters = (
         *SAMPLING,
-        Param("lam", float, 0.1, "lambda: the weight of each other task's ensemble in a task's risk (0: AdaBoost "
-              "on every task alone); auto: chosen from the grid with the rounds on validation rows", low=0.0,
+        Param("lam", float, None, "lambda: the weight of each other task's ensemble in a task's risk (0: AdaBoost "
+              "on every task alone); default 0 after the logistic start (the pooled forest already shares what "
+              "the tasks have in common), 0.1 otherwise; auto: chosen from the grid with the rounds on validation "
+              "rows", low=0.0,
               high=LAMBDA_MAX, option="--lambda", grid=LAMBDA_GRID, metavar="LAMBDA|auto"),
         Param("lam_grid", str, None, "with --lambda auto: the values to try, comma-separated (default "
               + ",".join(f"{v:g}" for v in LAMBDA_GRID) + ")", option="--lambda-grid", metavar="L1,L2,..."),
@@ -81,19 +113,48 @@ class ISMultitask(Algorithm):
               high=100_000),
         Param("steps_per_visit", int, 5, "steps S on a drawn task before the next task is drawn", low=1,
               high=10_000),
-        Param("start", str, "zero", "the ensembles' start: zero (the paper's) or pooled: one AdaBoost on every "
-              "task's rows (cut at its best validation round when there are validation rows), shared by every "
-              "task's ensemble, which the steps then refine; auto: chosen with the other auto values on "
-              "validation rows", choices=("zero", "pooled"), grid=("zero", "pooled")),
-        Param("start_rounds", int, 200, "with --start pooled: the rounds (at most) of the pooled AdaBoost",
-              low=1, high=100_000),
-        Param("learning_rate", float, 1.0, "each step adds nu alpha f, alpha the exact step (1: the paper's; "
-              "smaller steps, with more rounds, resist label noise as LightGBM's learning rate does); the pooled "
-              "start and the per-task fits of --lambda-scale is take the same nu", low=0.0, low_open=True,
-              high=1.0, metavar="NU"),
+        Param("start", str, "logistic", "the ensembles' start, shared by every task's ensemble, which the steps "
+              "then refine: logistic (gradient-boosted logistic trees on every task's rows, LightGBM's defaults, "
+              "from the class prior, halved onto the exponential loss's scale), pooled (one AdaBoost of the weak "
+              "learner on every task's rows) or zero (the paper's); both fitted starts are cut at their best "
+              "validation round when there are validation rows; auto: chosen with the other auto values on "
+              "validation rows", choices=("zero", "pooled", "logistic"), grid=("zero", "pooled", "logistic")),
+        Param("start_rounds", int, None, "the rounds (at most) of the start: default 100 trees for logistic "
+              "(LightGBM's), 200 for pooled", low=1, high=100_000),
+        Param("learning_rate", float, None, "each step adds nu alpha f, alpha the exact step: default "
+              "min(1, 1.5 / sqrt(T / J)) after the logistic start (T / J steps per task refine the fitted forest; "
+              "0.34 at 20), 1 (the paper's) otherwise; the pooled start and the per-task fits of --lambda-scale "
+              "is take the same nu", low=0.0, low_open=True, high=1.0, metavar="NU"),
+        Param("task_order", str, "cycle", "the task each outer round steps: cycle (every task with rows once per "
+              "cycle, in a seeded order: T steps give each task about T / J) or random (a uniform draw each "
+              "outer round, the paper's)", choices=("cycle", "random")),
         Param("teacher", str, "all", "the regulariser: every other task's ensemble (all, the paper's Case 1) or "
               "their lambda-weighted mean as one teacher (average, Eq. 26)", choices=("all", "average")),
     )
+
+    @classmethod
+    def check_params(cls, params: dict, given) -> None:
+        # Defaults that follow the start (filled in here, so the model and a resumed run record the values).
+        start = params.get("start")
+        if params.get("lam") is None:
+            params["lam"] = 0.0 if start == "logistic" else 0.1
+        if params.get("learning_rate") is None and start != "logistic":
+            params["learning_rate"] = 1.0  # after the logistic start: set by setup from T and J
+        if params.get("start_rounds") is None:
+            params["start_rounds"] = START_ROUNDS.get(start, START_ROUNDS["pooled"])
+
+    @classmethod
+    def defaults_for_rounds(cls, params, rounds: int) -> dict:
+        # nu after the logistic start follows the steps per task, T / J: J is known in setup, which fills it
+        # in; a resumed run takes the checkpoint's value (recorded values win over these).
+        return {"learning_rate": None}
+
+    def refine_rate(self, J: int) -> float:
+        """The default nu after the logistic start: min(1, c / sqrt(T / J)), T the rounds the run asks for."""
+        T = self.planned_rounds
+        if not T:
+            return REFINE_LEARNING_RATE
+        return min(1.0, REFINE_C / math.sqrt(max(1.0, T / max(1, J))))
 
     def check_data(self, data) -> None:
         counts = np.asarray(data.domain_counts if data.domain_counts is not None else [data.n_global])
@@ -108,6 +169,8 @@ class ISMultitask(Algorithm):
         if v is not None and int(v.n_domains) > self.J:
             raise ValueError(f"the validation rows hold {int(v.n_domains)} tasks (domains), the training rows {self.J}")
         task = np.asarray(data.domain, dtype=np.int64)
+        if self.params.get("learning_rate") is None:
+            self.params["learning_rate"] = self.refine_rate(int(np.count_nonzero(np.asarray(data.domain_counts) > 0)))
         mode = self.params.get("search", "histogram")
         # The learners never fit at the same time: one histogram buffer serves them all.
         hist = np.zeros((data.cols.shape[0], 256), dtype=np.int64) if mode == "histogram" else None
@@ -131,7 +194,23 @@ class ISMultitask(Algorithm):
             self.lam = np.minimum(lam / np.maximum(self.distances, np.finfo(float).tiny), LAMBDA_MAX)
             np.fill_diagonal(self.lam, 0.0)
         self.model = self.new_model(data, output="sign")
-        if self.params["start"] == "pooled":
+        self.use_trees = self.params.get("weak_learner") == "tree"
+        if self.params["start"] == "logistic":
+            key = ("logistic_start", *self._fit_key("start_rounds"))
+            if key not in data.extra:
+                data.extra[key] = self.fit_logistic()
+            forest = data.extra[key]
+            for tree in forest:
+                self.model.append(tree, START_SCALE, round=0)  # round 0: shared by every task, rebuilt on resume
+            for blk in self.blocks:
+                score = np.zeros(blk.n)
+                for tree in forest:  # in the model's order and arithmetic: out += coef * value
+                    score += START_SCALE * tree.values(blk.cols)[:, 0]
+                blk.F[:] = score
+                blk.errors = int(_weights.margin_errors(blk.F[blk.k], blk.y))
+                if self.alone(blk.k) and self.counts[blk.k] > 0:
+                    blk.start_alone(score)
+        elif self.params["start"] == "pooled":
             key = ("pooled_start", *self._fit_key("start_rounds"))
             if key not in data.extra:
                 data.extra[key] = self.fit_pooled(hist)
@@ -169,6 +248,33 @@ class ISMultitask(Algorithm):
         data = self.data
         pool = _Block(-1, None, data, 1, int(data.n_global), self.params, self.proto, self.sample_size(data), hist)
         return self._boost_alone(pool, int(self.params["start_rounds"]), self.valid, None)
+
+    def fit_logistic(self) -> list:
+        """Gradient-boosted logistic trees on every task's rows (LightGBM's defaults, ``start_rounds`` trees at
+        most): the trees, cut at the lowest validation log-loss (the earliest of equal ones) when there are
+        validation rows. The trees' sum is the log-odds; the start is half of it (``START_SCALE``)."""
+        from .newton import NewtonBoost
+
+        params = {**self.params, "weak_learner": "tree", "learning_rate": START_LEARNING_RATE}
+        boost = NewtonBoost(self.data, self.proto, params, 1)
+        v = self.valid
+        n_valid = int(self.proto.reduce_counts(np.array([len(v.y)], dtype=np.int64))[0]) if v is not None else 0
+        vscore = np.zeros(len(v.y)) if n_valid else None
+        vy = np.asarray(v.y, dtype=np.float64) if n_valid else None
+        trees, losses = [], []
+        for t in range(1, int(self.params["start_rounds"]) + 1):
+            h = boost.select(t)
+            if h is None:
+                break
+            boost.apply(h)
+            trees.append(h.stump)
+            if n_valid:
+                vscore += h.stump.values(v.cols)[:, 0]
+                terms = np.logaddexp(0.0, -vy * vscore)  # each row's log-loss: its own arithmetic, then exact sums
+                losses.append(self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(terms))])[0])
+        if losses:
+            trees = trees[: int(np.argmin(losses)) + 1]
+        return trees
 
     def alone(self, k: int) -> bool:
         """Task k's risk has no other task in it (lambda_kj = 0 for every j): its steps are AdaBoost's rounds."""
@@ -240,11 +346,23 @@ class ISMultitask(Algorithm):
         return Reweighting.sample_size(self, data)
 
     def task_order(self, t: int) -> list:
-        """The tasks round t tries, in order: drawn once per outer round of S steps (the first uniformly), the
-        next ones in case a task has no weak edge left; a task without rows is never drawn."""
+        """The tasks round t tries, in order: one per outer round of S steps, the next ones in case a task has
+        no weak edge left; a task without rows is never drawn.
+
+        ``cycle``: outer round o of a cycle of m tasks (those with rows) takes
+        the (o mod m)-th task of the cycle's seeded order; ``random`` (the
+        paper's): a uniform draw each outer round.
+        """
         outer = (int(t) - 1) // int(self.params["steps_per_visit"]) + 1
-        order = np.random.default_rng([self.seed, _TASK_DRAW, outer]).permutation(self.J)
-        return [int(k) for k in order if self.counts[k] > 0]
+        if self.params["task_order"] == "random":
+            order = np.random.default_rng([self.seed, _TASK_DRAW, outer]).permutation(self.J)
+            return [int(k) for k in order if self.counts[k] > 0]
+        tasks = [k for k in range(self.J) if self.counts[k] > 0]
+        if not tasks:
+            return []
+        cycle, pos = divmod(outer - 1, len(tasks))
+        order = [tasks[i] for i in np.random.default_rng([self.seed, _TASK_CYCLE, cycle]).permutation(len(tasks))]
+        return order[pos:] + order[:pos]
 
     def task_rng(self, k: int) -> np.random.Generator:
         """The random numbers of task k's next step: keyed by (seed, its step number), as AdaBoost's by its round."""
@@ -272,6 +390,9 @@ class ISMultitask(Algorithm):
     def apply(self, h: Hypothesis) -> dict:
         k = int(h.domain)
         blk = self.blocks[k]
+        if isinstance(h.stump, Tree) and not self.use_trees:
+            # a replayed stump of a model that holds trees (the logistic start's): the stump it stands for
+            h = Hypothesis(as_stump(h.stump), h.coef, h.metrics, domain=h.domain)
         if self.alone(k):
             cached = self._masses
             masses = cached[2] if cached is not None and cached[0] == k and cached[1] == h.stump else None
@@ -285,7 +406,8 @@ class ISMultitask(Algorithm):
             if other is blk or self.lam[other.k, k] > 0:
                 _weights.add_stump(other.F[k], h.stump.column(other.cols), *h.stump.args(), h.coef)
         blk.errors = int(_weights.margin_errors(blk.F[k], blk.y))
-        self.model.append(h.stump, h.coef, domain=k)
+        member = stump_tree(h.stump) if self.model.trees and not isinstance(h.stump, Tree) else h.stump
+        self.model.append(member, h.coef, domain=k)
         errors = sum(b.errors for b in self.blocks)
         return {"train_errors": int(self.proto.reduce_counts(np.array([errors]))[0])}
 
@@ -353,6 +475,12 @@ class _Block:
         """Exact global weight of the rows the stump gets right and wrong."""
         right, wrong = self.learner.error_terms(stump, w)
         return tuple(self.proto.reduce_terms([right, wrong]))
+
+    def start_alone(self, score: np.ndarray) -> None:
+        """AdaBoost's weights after a start of scores ``score``: exp(-y F) over their exact global sum."""
+        w = np.exp(-self.y * score)
+        (total,) = self.proto.reduce_terms([_exact.partials(w)])
+        self.w[:] = w / total
 
     def reweight_alone(self, w: np.ndarray, stump, alpha: float, masses: Optional[tuple] = None) -> None:
         """AdaBoost's reweighting for the coefficient ``alpha`` (the new total from the round's exact masses)."""

@@ -567,6 +567,18 @@ def as_stump(tree: Tree) -> Stump:
     return Stump(int(tree.feature[0]), int(tree.bin[0]), left, bool(tree.missing_left[0]))
 
 
+def stump_tree(stump: Stump) -> Tree:
+    """A binary :class:`Stump` as the equal sign tree (the inverse of :func:`as_stump`): a model whose start
+    is a forest holds its later stumps as trees of one split."""
+    if stump.right is not None:
+        raise ValueError("a class stump has no sign tree")
+    left = int(stump.left)
+    if stump.feature < 0:
+        return Tree([-1], [0], [0], [-1], [-1], [[float(left)]], "sign")
+    return Tree([int(stump.feature), -1, -1], [int(stump.bin), 0, 0], [int(bool(stump.missing_left)), 0, 0],
+                [1, -1, -1], [2, -1, -1], [[0.0], [float(left)], [float(-left)]], "sign")
+
+
 def flatten(trees: list, V: int) -> tuple:
     """Trees as the flat arrays of the prediction kernel and the model file:
     ``(feature, bin, missing_left, left, right, value (nodes, V), start)``; children are numbered
