@@ -517,9 +517,10 @@ class Model:
         clf = self.domain_classifier
         if self.vote == "task":
             J = len(self.domain_names or []) or 1
-            # -1: a stump shared by every task (a start model), in round 0 only
+            # -1: a stump shared by every task (a start model), in round 0 only; round 0 may also hold
+            # members of one task (a start forest whose trees split on the task)
             if n and (self.domain.min() < -1 or self.domain.max() >= J
-                      or np.any((self.domain < 0) != (self.round == 0))):
+                      or np.any((self.domain < 0) & (self.round != 0))):
                 raise InputError(f"{where}: ensemble/domain holds a task outside 0..{J - 1} (or -1, shared, in "
                                  "round 0 only)")
         elif clf is None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mpiboost._ext import _openmp, _tree
-from mpiboost.weak.tree import Tree, TreeGrower, TreeSpec, flatten, gh_shift
+from mpiboost.weak.tree import Tree, TreeGrower, TreeSpec, flatten, gh_shift, resolve_splits, stump_tree
 
 MISSING = 255
 
@@ -377,3 +377,36 @@ def test_newton_kernels_match_numpy(threads):
     sign = np.where(t > 0, 1, -1).astype(np.int8)
     wrong = _tree.add_leaves(F1, np.ascontiguousarray(value[:, :1]), leaf, np.zeros(0, dtype=np.int32), sign)
     assert wrong == int(np.count_nonzero(np.where(F1[:, 0] >= 0, 1, -1) != sign))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_resolving_splits_keeps_every_rows_leaf_value(seed):
+    """A tree over d + J features (the last J: one task's indicator each), its task splits decided for task k:
+    every row of task k reaches a leaf of the same value in the resolved tree, which splits on the data's
+    features only and is a proper tree (children after their parent, each node reached)."""
+    rng = np.random.default_rng(seed)
+    d, J, nb, n = 3, 4, 6, 500
+    X = _binned(rng, n, d, nb, missing=0.1)
+    task = rng.integers(0, J, n)
+    ind = (np.arange(J)[:, None] == task[None, :]).astype(np.uint8)
+    full = np.ascontiguousarray(np.vstack([X, ind]))
+    tree = _random_tree(rng, d + J, 2, int(rng.integers(1, 12)), 1)
+    for k in range(J):
+        t = resolve_splits(tree, lambda f, k=k: None if f < d else int(f - d == k))
+        assert not np.any(t.feature >= d)
+        split = np.flatnonzero(t.feature >= 0)
+        assert all(t.left[i] > i and t.right[i] > i for i in split)
+        assert sorted(np.concatenate([t.left[split], t.right[split]]).tolist()) == list(range(1, t.n_nodes))
+        rows = np.flatnonzero(task == k)
+        want = [tree.value[_walk(tree, full, i)] for i in rows]
+        got = t.value[t.leaves(np.ascontiguousarray(X[:, rows]))]
+        np.testing.assert_array_equal(got, np.array(want).reshape(len(rows), -1))
+
+
+def test_a_stump_as_a_sign_tree_predicts_alike():
+    from mpiboost.weak.stump import Stump
+
+    rng = np.random.default_rng(2)
+    X = _binned(rng, 400, 3, 8, missing=0.2)
+    for stump in (Stump(1, 3, 1, False), Stump(2, 0, -1, True), Stump(0, 5, 1, True), Stump(-1, 0, -1)):
+        np.testing.assert_array_equal(stump_tree(stump).predict(X), stump.predict(X))

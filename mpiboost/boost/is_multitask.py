@@ -83,6 +83,9 @@ START_SCALE = 0.5
 # paper's Dataset 2 (docs/results.md, "Many small imbalanced tasks").
 REFINE_C = 1.5
 REFINE_LEARNING_RATE = 0.3  # without a number of rounds (the algorithm made directly): 20 steps per task
+# The logistic start's trees split on each task's indicator (J uint8 features beside the data's, as LightGBM
+# with a task id column) with at most this many tasks under --start-task-splits auto: J bytes a row more.
+TASK_SPLITS_MAX = 64
 # `--lambda auto`: the paper's experiments' grid; 0 is in it (method C: the tasks alone)
 LAMBDA_GRID = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 LAMBDA_MAX = 1e6  # the largest lambda (and lambda_kj of scenario B)
@@ -125,6 +128,9 @@ class ISMultitask(Algorithm):
               "min(1, 1.5 / sqrt(T / J)) after the logistic start (T / J steps per task refine the fitted forest; "
               "0.34 at 20), 1 (the paper's) otherwise; the pooled start and the per-task fits of --lambda-scale "
               "is take the same nu", low=0.0, low_open=True, high=1.0, metavar="NU"),
+        Param("start_task_splits", str, "auto", "the logistic start's trees may split on each task's indicator, "
+              "as LightGBM's on a task id column (a tree that does is stored once per task, its task splits "
+              "decided): on, off, or auto (on with 2 to 64 tasks)", choices=("auto", "on", "off")),
         Param("task_order", str, "cycle", "the task each outer round steps: cycle (every task with rows once per "
               "cycle, in a seeded order: T steps give each task about T / J) or random (a uniform draw each "
               "outer round, the paper's)", choices=("cycle", "random")),
@@ -196,16 +202,17 @@ class ISMultitask(Algorithm):
         self.model = self.new_model(data, output="sign")
         self.use_trees = self.params.get("weak_learner") == "tree"
         if self.params["start"] == "logistic":
-            key = ("logistic_start", *self._fit_key("start_rounds"))
+            key = ("logistic_start", self.params["start_task_splits"], *self._fit_key("start_rounds"))
             if key not in data.extra:
                 data.extra[key] = self.fit_logistic()
             forest = data.extra[key]
-            for tree in forest:
-                self.model.append(tree, START_SCALE, round=0)  # round 0: shared by every task, rebuilt on resume
+            for tree, k in forest:  # round 0, rebuilt on resume: shared by every task (k None) or task k's
+                self.model.append(tree, START_SCALE, domain=k, round=0)
             for blk in self.blocks:
                 score = np.zeros(blk.n)
-                for tree in forest:  # in the model's order and arithmetic: out += coef * value
-                    score += START_SCALE * tree.values(blk.cols)[:, 0]
+                for tree, k in forest:  # in the model's order and arithmetic: out += coef * value
+                    if k is None or k == blk.k:
+                        score += START_SCALE * tree.values(blk.cols)[:, 0]
                 blk.F[:] = score
                 blk.errors = int(_weights.margin_errors(blk.F[blk.k], blk.y))
                 if self.alone(blk.k) and self.counts[blk.k] > 0:
@@ -249,18 +256,44 @@ class ISMultitask(Algorithm):
         pool = _Block(-1, None, data, 1, int(data.n_global), self.params, self.proto, self.sample_size(data), hist)
         return self._boost_alone(pool, int(self.params["start_rounds"]), self.valid, None)
 
+    def task_splits(self) -> bool:
+        """Whether the logistic start's trees may split on the tasks (``--start-task-splits``)."""
+        mode = self.params["start_task_splits"]
+        return self.J > 1 and (mode == "on" or (mode == "auto" and self.J <= TASK_SPLITS_MAX))
+
+    def _with_tasks(self, cols: np.ndarray, task: np.ndarray) -> np.ndarray:
+        """The bins ``cols`` (d, n) with each task's indicator below them (J rows of 0/1): (d + J, n)."""
+        ind = (np.arange(self.J)[:, None] == np.asarray(task, dtype=np.int64)[None, :]).astype(np.uint8)
+        return np.ascontiguousarray(np.vstack([cols, ind]))
+
     def fit_logistic(self) -> list:
         """Gradient-boosted logistic trees on every task's rows (LightGBM's defaults, ``start_rounds`` trees at
-        most): the trees, cut at the lowest validation log-loss (the earliest of equal ones) when there are
-        validation rows. The trees' sum is the log-odds; the start is half of it (``START_SCALE``)."""
+        most), cut at the lowest validation log-loss (the earliest of equal ones) when there are validation
+        rows: the model's round-0 members, ``(tree, task)`` in order, task None for a tree every task shares.
+
+        With task splits the trees also see each task's indicator (features d..d+J-1); a tree that splits
+        on one is stored as J trees, the task's splits decided in each (task None: the tree splits on none).
+        The trees' sum is the log-odds; the start is half of it (``START_SCALE``).
+        """
+        from types import SimpleNamespace
+
+        from ..weak.tree import resolve_splits
         from .newton import NewtonBoost
 
+        data, v = self.data, self.valid
         params = {**self.params, "weak_learner": "tree", "learning_rate": START_LEARNING_RATE}
-        boost = NewtonBoost(self.data, self.proto, params, 1)
-        v = self.valid
+        d = int(data.cols.shape[0])
+        splits = self.task_splits()
+        if splits:
+            n_bins = np.concatenate([np.asarray(data.bins.n_bins), np.full(self.J, 2)]).astype(
+                np.asarray(data.bins.n_bins).dtype)
+            data = SimpleNamespace(cols=self._with_tasks(data.cols, data.domain), y=data.y, n_local=data.n_local,
+                                   n_global=data.n_global, bins=SimpleNamespace(n_bins=n_bins))
+        boost = NewtonBoost(data, self.proto, params, 1)
         n_valid = int(self.proto.reduce_counts(np.array([len(v.y)], dtype=np.int64))[0]) if v is not None else 0
-        vscore = np.zeros(len(v.y)) if n_valid else None
-        vy = np.asarray(v.y, dtype=np.float64) if n_valid else None
+        if n_valid:
+            vcols = self._with_tasks(v.cols, v.domain) if splits else v.cols
+            vscore, vy = np.zeros(len(v.y)), np.asarray(v.y, dtype=np.float64)
         trees, losses = [], []
         for t in range(1, int(self.params["start_rounds"]) + 1):
             h = boost.select(t)
@@ -269,12 +302,19 @@ class ISMultitask(Algorithm):
             boost.apply(h)
             trees.append(h.stump)
             if n_valid:
-                vscore += h.stump.values(v.cols)[:, 0]
+                vscore += h.stump.values(vcols)[:, 0]
                 terms = np.logaddexp(0.0, -vy * vscore)  # each row's log-loss: its own arithmetic, then exact sums
                 losses.append(self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(terms))])[0])
         if losses:
             trees = trees[: int(np.argmin(losses)) + 1]
-        return trees
+        out = []
+        for tree in trees:
+            if not np.any(tree.feature >= d):
+                out.append((tree, None))
+                continue
+            for k in range(self.J):  # task k's indicator is 1 (bin 1), every other task's 0
+                out.append((resolve_splits(tree, lambda f, k=k: None if f < d else int(f - d == k)), k))
+        return out
 
     def alone(self, k: int) -> bool:
         """Task k's risk has no other task in it (lambda_kj = 0 for every j): its steps are AdaBoost's rounds."""

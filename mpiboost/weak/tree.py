@@ -579,6 +579,49 @@ def stump_tree(stump: Stump) -> Tree:
                 [1, -1, -1], [2, -1, -1], [[0.0], [float(left)], [float(-left)]], "sign")
 
 
+def resolve_splits(tree: Tree, value_of: Callable[[int], Optional[int]]) -> Tree:
+    """The tree with the splits on some features decided: ``value_of(f)`` is feature f's bin for every row
+    (None: f stays a split). Only the nodes a row can reach are kept, numbered in pre-order (children
+    after their parent), with their leaf values, gains and counts (a forest grown with each task's
+    indicator as a feature, specialised to one task)."""
+    keep: list = []
+
+    def visit(node: int) -> None:
+        while tree.feature[node] >= 0:
+            b = value_of(int(tree.feature[node]))
+            if b is None:
+                break
+            node = int(tree.left[node] if b <= tree.bin[node] else tree.right[node])
+        keep.append(node)
+        if tree.feature[node] >= 0:
+            visit(int(tree.left[node]))
+            visit(int(tree.right[node]))
+
+    visit(0)
+    new_id = {old: i for i, old in enumerate(keep)}
+    feature, bin_, ml, left, right = [], [], [], [], []
+    for old in keep:
+        split = tree.feature[old] >= 0
+        feature.append(int(tree.feature[old]))
+        bin_.append(int(tree.bin[old]))
+        ml.append(int(tree.missing_left[old]))
+        left.append(_resolved_child(tree, int(tree.left[old]), value_of, new_id) if split else -1)
+        right.append(_resolved_child(tree, int(tree.right[old]), value_of, new_id) if split else -1)
+    idx = np.asarray(keep)
+    return Tree(feature, bin_, ml, left, right, tree.value[idx], tree.kind, gain=tree.gain[idx],
+                count=tree.count[idx], weight=tree.weight[idx])
+
+
+def _resolved_child(tree: Tree, node: int, value_of, new_id: dict) -> int:
+    """The kept node a row reaches from ``node`` (through decided splits)."""
+    while tree.feature[node] >= 0:
+        b = value_of(int(tree.feature[node]))
+        if b is None:
+            break
+        node = int(tree.left[node] if b <= tree.bin[node] else tree.right[node])
+    return new_id[node]
+
+
 def flatten(trees: list, V: int) -> tuple:
     """Trees as the flat arrays of the prediction kernel and the model file:
     ``(feature, bin, missing_left, left, right, value (nodes, V), start)``; children are numbered
