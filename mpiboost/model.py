@@ -532,8 +532,10 @@ class Model:
             p = clf.n_domains
             if n and (self.domain.min() < -1 or self.domain.max() >= p):
                 raise InputError(f"{where}: ensemble/domain holds a domain outside -1..{p - 1}")
-        if n and self.round.min() < (0 if self.vote == "task" else 1):  # round 0: a task model's shared start
-            raise InputError(f"{where}: ensemble/round must be at least {0 if self.vote == 'task' else 1}")
+        # round 0: a start the algorithm's setup rebuilds (a task model's shared start, a Q-ensemble's prior)
+        first = 0 if self.vote in ("task", "q-weighted") else 1
+        if n and self.round.min() < first:
+            raise InputError(f"{where}: ensemble/round must be at least {first}")
         if n and np.any(np.diff(self.round) < 0):
             raise InputError(f"{where}: ensemble/round must not decrease")
 

@@ -487,3 +487,35 @@ def test_q_calibrate_and_a_fixed_temperature_exclude_each_other():
     with pytest.raises(ValueError, match="--q-calibrate"):
         MultiBoost({"q_calibrate": True, "q_temperature": 2.0})
     assert MultiBoost({"q_temperature": 2.0}).params["q_calibrate"] is False
+
+
+@pytest.mark.parametrize("loss", ["logistic", "exponential"])
+def test_newton_leaves_are_the_leaves_gradient_over_curvature_scaled_to_at_most_1(loss):
+    """Trees of Newton leaves: after the prior (round 0, a one-leaf tree of the log-odds, or half of it for
+    the exponential loss), each leaf of the first tree is G_l / H_l of its rows' (gradient, curvature)
+    sums, divided by the largest |G_l / H_l|; the candidate's slope is sum_l G_l v_l (naive sums here)."""
+    X, y, domain = _shared_concept(900, 3)
+    algo = MultiBoost({"weak_learner": "tree", "loss": loss, "max_leaves": 6})
+    algo.setup(_shard(X, y, domain, 3), _self_proto())
+    pos = np.mean(y > 0)
+    prior = math.log(pos / (1 - pos)) * (1.0 if loss == "logistic" else 0.5)
+    zero = algo.model.trees[0]
+    assert algo.model.round[0] == 0 and zero.n_nodes == 1 and zero.value[0, 0] == pytest.approx(prior, rel=1e-12)
+    margin = y * prior
+    np.testing.assert_allclose(algo.margin, margin, rtol=1e-15)
+    a = 1.0 / (1.0 + np.exp(margin)) if loss == "logistic" else np.exp(-margin)
+    curv = a * (1.0 - a) if loss == "logistic" else a
+    pi, _ = algo._softmax(algo._phi())
+    total = float(pi @ algo._phi())
+    per_row = (pi / algo.m)[domain] / total
+    k = algo.p  # the ungated candidate: Q = 1 on every row
+    tree, slope = algo._grow(algo._tree_units(k, per_row * algo.a, per_row * algo._curvature_weights()))
+    leaf = tree.leaves(algo.data.cols)
+    leaves = np.flatnonzero(tree.feature < 0)
+    G = np.array([np.sum((per_row * a * y)[leaf == n]) for n in leaves])
+    H = np.array([np.sum((per_row * curv)[leaf == n]) for n in leaves])
+    want = (G / H) / np.max(np.abs(G / H))
+    np.testing.assert_allclose(tree.value[leaves, 0], want, rtol=1e-6)  # the fixed-point units: ~1e-12 per row
+    assert np.max(np.abs(tree.value[leaves, 0])) == 1.0
+    assert slope == pytest.approx(float(G @ want), rel=1e-6)
+

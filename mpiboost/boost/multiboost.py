@@ -283,6 +283,10 @@ class MultiBoost(Algorithm):
     parameters = (
         WEAK_LEARNER_TREE_EXACT,
         *TREE,
+        Param("tree_leaves", str, "newton",
+              "trees: each leaf's value, newton (its own G / (H + l2) from its rows' gradient and curvature sums, "
+              "as LightGBM's leaves, scaled so the largest is 1; the line search sets the tree's step) or sign "
+              "(-1/+1 leaves, the paper's hypothesis class)", choices=("newton", "sign"), when=("weak_learner", "tree")),
         LOSS,
         Param("step", str, "line-search",
               "step size: exact line search on the soft-max of the domain losses, the Lemma-1 bound, "
@@ -389,11 +393,35 @@ class MultiBoost(Algorithm):
             from ..weak.tree import TreeGrower, TreeSpec
 
             self.grower = TreeGrower(TreeSpec.from_params(self.params), proto, data.cols, self.n_bins)
+        self.start_from_prior()
         self._pending: Optional[tuple] = None
         self._next_phi: Optional[np.ndarray] = None
         self._hists: dict = {}  # candidates -> this rank's histograms (the shared set alternates 1 and 2)
         self._last_eta: Optional[float] = None
         self._passes = 0
+
+    def start_from_prior(self) -> None:
+        """Trees of Newton leaves start every score at the prior (LightGBM's ``boost_from_average``): the
+        log-odds of the global class counts (the logistic loss) or half of it (the exponential loss's
+        minimiser), stored as round 0, a one-leaf tree the setup rebuilds. Otherwise the trees' first
+        rounds spend the shrunk steps on the intercept."""
+        if not (self.use_trees and self.params.get("tree_leaves") == "newton"):
+            return
+        from ..weak.tree import Tree
+
+        pos = int(self.proto.reduce_counts(np.array([np.count_nonzero(self.data.y > 0)], dtype=np.int64))[0])
+        n = int(self.data.n_global)
+        if not 0 < pos < n:
+            return
+        prior = math.log(pos / (n - pos)) * (1.0 if self.logistic else 0.5)
+        self.model.append(Tree([-1], [0], [0], [-1], [-1], [[prior]], "real"), 1.0, round=0)
+        np.multiply(self.data.y, prior, out=self.margin)
+        if self.logistic:
+            self.a[:] = 0.5 * (1.0 + np.tanh(-0.5 * self.margin))
+            self.a_max = 0.5 * (1.0 + math.tanh(0.5 * abs(prior)))
+        else:
+            self.a[:] = np.exp(-self.margin)
+            self.a_max = math.exp(abs(prior))
 
     # ---------------------------------------------------------------- rounds
     def _phi(self) -> np.ndarray:
@@ -496,19 +524,38 @@ class MultiBoost(Algorithm):
         return gh
 
     def _grow(self, gh: np.ndarray, subset: Optional[np.ndarray] = None):
-        """One tree of -1/+1 leaves for the channels ``gh`` and its slope in units (sum of |leaf gradient|)."""
+        """One tree for the channels ``gh`` and its slope in units: the objective's decrease per unit step
+        along it, sum over the leaves of (gradient sum x leaf value).
+
+        Sign leaves: each leaf the sign of its gradient (slope: the sum of |gradient|). Newton leaves: each
+        leaf G / (H + l2), then all divided by the largest |value|, so every |u_i| <= 1 as the line search's
+        expansions need and the step alone sets the tree's scale; the leaves keep Newton's ratios.
+        """
         from ..protocol import FIXED_SHIFT
         from ..weak.tree import sign_leaf
 
-        slope = []
+        newton = self.params.get("tree_leaves", "sign") == "newton"
+        scale = math.ldexp(1.0, -FIXED_SHIFT) * self.data.n_global  # the mean row weighs about 1
+        l2 = float(self.params.get("l2", 0.0))
+        grads = []
 
         def leaf(sums: np.ndarray) -> np.ndarray:
-            slope.append(abs(int(sums[0])))  # the leaf's sign is its gradient's: it adds |gradient| to the slope
-            return sign_leaf(sums)
+            grads.append(int(sums[0]))
+            if not newton:
+                return sign_leaf(sums)
+            G, H = sums[0] * scale, sums[1] * scale
+            return np.array([G / (H + l2) if H + l2 > 0 else 0.0])
 
-        scale = math.ldexp(1.0, -FIXED_SHIFT) * self.data.n_global  # the mean row weighs about 1
-        tree, _ = self.grower.grow(gh, 1, scale, scale, leaf, "sign", subset=subset)
-        return tree, math.ldexp(float(sum(slope)), -FIXED_SHIFT)
+        tree, _ = self.grower.grow(gh, 1, scale, scale, leaf, "real" if newton else "sign", subset=subset)
+        if not newton:
+            return tree, math.ldexp(float(sum(abs(g) for g in grads)), -FIXED_SHIFT)
+        leaves = np.flatnonzero(tree.feature < 0)
+        top = float(np.max(np.abs(tree.value[leaves, 0]))) if leaves.size else 0.0
+        if top > 0:
+            tree.value[:] = tree.value / top
+        # the leaves' gradient sums come in the grower's order of its leaves (ascending node ids)
+        slope = float(np.dot(np.asarray(grads, dtype=np.float64), tree.value[leaves, 0]))
+        return tree, math.ldexp(slope, -FIXED_SHIFT)
 
     def _best_tree(self, candidates: np.ndarray, pi: np.ndarray, phi: np.ndarray, curvature: Optional[np.ndarray]):
         """One tree per candidate gate; the best by slope (or promised decrease): (tree, k, slope)."""
@@ -568,7 +615,11 @@ class MultiBoost(Algorithm):
         return self.p if h.domain is None else int(h.domain)
 
     def _directions(self, stump: Stump, k: int) -> None:
-        _multiboost.step_directions(stump.column(self.data.cols), self.data.y, self.QT[k], *stump.args(), self.u)
+        if getattr(stump, "kind", None) == "real":  # a tree of Newton leaves: u_i = y_i Q(k|x_i) h(x_i)
+            np.multiply(self.QT[k] * self.data.y, stump.values(self.data.cols)[:, 0], out=self.u)
+        else:
+            _multiboost.step_directions(stump.column(self.data.cols), self.data.y, self.QT[k], *stump.args(),
+                                        self.u)
         self._pending = (stump, k)
 
     def _shift(self, center: float) -> int:
@@ -614,10 +665,14 @@ class MultiBoost(Algorithm):
         # are the loss, its slope and curvature at 0; more feed the line search).
         order = _order_for(self._last_eta) if self.step == "line-search" else 2
         shift = self._shift(0.0)
-        local = _multiboost.directions_chebyshev(
-            stump.column(self.data.cols), self.data.y, self.QT, k, *stump.args(), self.a, self.domain, order,
-            shift, self.u,
-        )
+        if getattr(stump, "kind", None) == "real":
+            self._directions(stump, k)
+            local = _multiboost.chebyshev_moments(self.a, self.u, self.domain, 0.0, self.p, order, shift)
+        else:
+            local = _multiboost.directions_chebyshev(
+                stump.column(self.data.cols), self.data.y, self.QT, k, *stump.args(), self.a, self.domain, order,
+                shift, self.u,
+            )
         self._pending = (stump, k)
         self._passes = 1
         first = self._expansion(0.0, order, local, shift)
