@@ -74,10 +74,17 @@ histogram tree of -1/+1 leaves instead of a stump (:class:`mpiboost.weak.tree.Tr
 exact over the ranks): row i carries the gradient ``w_i Q(k|x_i) y_i`` and
 the curvature ``w_i' Q(k|x_i)^2`` with ``w_i = pi_l Phi'_i / m_l`` (``Phi'``
 the loss's slope at the row's margin, ``w'`` with its curvature), so a split's
-Newton gain is the objective's second-order decrease along ``Q(k|.) h``; a
-leaf's sign is that of its gradient sum, and the candidate's slope, the sum
-over the leaves of ``|gradient sum|``, ranks the candidates as the stumps'
-edges do. The step is the same line search.
+Newton gain is the objective's second-order decrease along ``Q(k|.) h``. With
+``tree_leaves = "newton"`` (the default) each leaf takes its own value
+``G / (H + l2)`` of its rows' channel sums, divided by the largest |value|
+(so every ``|u_i| <= 1``, as the line search's expansions need; the step
+sets the tree's scale), and the scores start at the prior (the log-odds of
+the class counts, half of it for the exponential loss: round 0, a one-leaf
+tree, as LightGBM's ``boost_from_average``). With ``"sign"`` (the paper's
+hypothesis class) a leaf's sign is that of its gradient sum. The
+candidate's slope, the sum over the leaves of gradient sum x leaf value,
+ranks the candidates as the stumps' edges do. The step is the same line
+search.
 
 **The logistic Phi** (``loss = "logistic"``): ``F_k = (1/m_k) sum
 log(1 + e^{-y f})``, the paper's other convex loss. The row weights are the
