@@ -58,12 +58,13 @@ METHODS = (*OURS, *PEERS)
 PAIRED = ("lgb-id", "adaboost-pooled", "alone")
 
 
-def draw(name: str, s: int):
-    """(train, test) SynthData of data set ``name`` for seed ``s``."""
+def draw(name: str, s: int, shared: float = 0.7):
+    """(train, test) SynthData of data set ``name`` for seed ``s`` (``shared``: how related the many tasks are)."""
     from mpiboost.data.synth import manytasks, multitask
 
     if name == "manytasks":
-        return (manytasks.generate(450, seed=s, task_seed=s), manytasks.generate(450, seed=1000 + s, task_seed=s))
+        return (manytasks.generate(450, seed=s, task_seed=s, shared=shared),
+                manytasks.generate(450, seed=1000 + s, task_seed=s, shared=shared))
     d = int(name[-1])
     return (multitask.generate(400, seed=s, task_seed=s, dataset=d, paper_noise=True),
             multitask.generate(600, seed=1000 + s, task_seed=s, dataset=d, paper_noise=True))
@@ -106,6 +107,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     p.add_argument("--steps-per-task", type=int, default=20, help="T = this x the number of tasks (default 20)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--shared", type=float, default=0.7,
+                   help="manytasks: how related the tasks are (1: one task, 0: unrelated; default 0.7)")
     args = p.parse_args(argv)
     from mpiboost.data.format import write_dataset
 
@@ -114,7 +117,7 @@ def main(argv=None) -> int:
         auc: dict = {m: {} for m in args.methods}  # method -> {(seed, task): AUC}
         err: dict = {m: [] for m in args.methods}
         for s in args.seeds:
-            tr, te = draw(name, s)
+            tr, te = draw(name, s, args.shared)
             J = len(np.unique(tr.domain))
             path = work / f"{name}-{s}.h5"
             write_dataset(path, tr.X, tr.y, tr.domain, domain_names=tr.domain_names)
@@ -129,7 +132,8 @@ def main(argv=None) -> int:
                 err[m].append(float(np.mean(np.where(sc >= 0, 1, -1) != te.y)))
                 print(f"{name} seed {s} {m}: AUC {np.mean([v for (q, _), v in auc[m].items() if q == s]):.4f} "
                       f"error {err[m][-1]:.4f}", file=sys.stderr, flush=True)
-        print(f"\n{name}: mean per-task test AUC and test error, seeds {args.seeds}, "
+        shared = f", --shared {args.shared}" if name == "manytasks" else ""
+        print(f"\n{name}{shared}: mean per-task test AUC and test error, seeds {args.seeds}, "
               f"T = {args.steps_per_task} x J steps\n")
         print("| method | AUC | error |\n|---|---|---|")
         for m in args.methods:
