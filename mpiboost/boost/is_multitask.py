@@ -30,22 +30,24 @@ with validation rows, cut at each task's best validation round).
 ``--lambda auto`` chooses lambda (from ``--lambda-grid``) and the rounds
 together by the mean of the tasks' validation errors.
 
-Beyond the paper (the paper's rule is ``--start zero --learning-rate 1
---task-order random``):
+Beyond the paper (the paper's rule is ``--start zero --task-order random``,
+which leaves lambda at 0.1 and nu at 1):
 
 * ``--start logistic`` (the default) starts every F_k from one gradient-boosted
   forest of logistic trees on all the tasks' rows (LightGBM's defaults: 31
   leaves, learning rate 0.1, 100 trees, from the class prior), halved onto the
   exponential loss's scale (its minimiser is half the log-odds), stored as
-  the model's round 0 of shared trees. Many small tasks share most of their
-  rule: the pooled forest learns it from every row, the class prior handles
-  few positives, and the task steps, shrunk by nu = 0.1, learn what is each
-  task's own, pulled toward the other tasks by lambda. ``--start pooled``
-  starts from one AdaBoost of the weak learner on all rows instead. Both are
-  cut at their best validation round when there are validation rows (the
-  forest by the validation log-loss); a task alone continues AdaBoost from the
-  start. ``--start auto`` lets validation choose among zero, pooled and
-  logistic.
+  the model's round 0. With 2 to 64 tasks (``--start-task-splits auto``) the
+  trees also see each task's indicator, as LightGBM sees a task id column; a
+  tree that splits on one is stored once per task with its task splits
+  decided. Many small tasks share most of their rule: the forest learns it
+  from every row, the class prior handles few positives, and the task steps
+  (lambda 0, nu = min(1, 1.5 / sqrt(T / J))) learn what is each task's own.
+  ``--start pooled`` starts from one AdaBoost of the weak learner on all rows
+  instead. Both are cut at their best validation round when there are
+  validation rows (the forest by the validation log-loss); a task alone
+  continues AdaBoost from the start. ``--start auto`` lets validation choose
+  among zero, pooled and logistic.
 * ``--task-order cycle`` (the default) steps every task once per cycle of J
   outer rounds, in a seeded order each cycle, so a budget of T steps gives
   each task about T / J of them; the paper's uniform draw (``random``) leaves

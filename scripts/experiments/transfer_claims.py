@@ -137,6 +137,7 @@ def run_method(args, comm, spec: str, target_file: Path, source_files: list, tes
     ev = evaluate(comm, res.model, [str(test_file)])
     return {"error": float(ev["error"]), "auc": ev.get("auc"), "rounds_done": res.summary["rounds"],
             "source_trust": (res.summary.get("source_trust") or {}).get("chosen"),
+            "source_trust_tried": (res.summary.get("source_trust") or {}).get("tried"),  # held-out counts
             "empty": res.model.n_rounds == 0, "stop_reason": res.summary["stop_reason"],
             "seconds": time.perf_counter() - t0}
 
