@@ -20,6 +20,17 @@ target rows only:
   per-row differences; of two such, the larger gain wins. The mean normalized
   margin ``y f(x) / sum |coef|`` of each is recorded too.
 
+Before the folds, each source is **screened** on every target row: AdaBoost on
+that source's rows alone (the run's weak learner and rounds) never sees a target
+row, so its error on all n_b of them is an unbiased estimate of how well the
+source's rule carries over, with no refitting noise. A source shows a rule that
+carries over when that error is below 1/2 by more than ``SWITCH_SE`` standard
+errors of a coin's, 0.5 / sqrt(n_b). When no source does (unrelated sources:
+errors near 1/2; sources of the opposite rule: above it), the sources are not
+used at all: the model is AdaBoost on the target rows alone, without folds. At
+10 target rows this settles what the folds cannot (a chain that fits its 9
+training rows whatever its source teaches, scored on one held-out row).
+
 The chosen way is then trained on every row and is the model; the choice and
 each way's held-out counts are in ``model.info["source_trust"]``. ``--source-trust
 algorithm|pooled|target`` skips the folds and trains that one (``algorithm``:
@@ -134,6 +145,34 @@ def _row_outcomes(model, shard, rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return wrong, y * score / scale
 
 
+def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: int, n_target: int) -> dict:
+    """Collective: each source alone scored on every target row; source index -> its target errors.
+
+    The model of source k is AdaBoost on source k's rows only (``train_domain = k``, the run's weak learner,
+    stumps for a tree that could not split that source's rows) and never sees a target row.
+    """
+    from .train import _run_once
+
+    shard = inputs.shard
+    counts = np.asarray(shard.domain_counts if shard.domain_counts is not None else [], dtype=np.int64)
+    rows = np.flatnonzero(shard.domain == target)
+    out = {}
+    for k in range(int(shard.n_domains)):
+        if k == target or k >= counts.size or counts[k] == 0:
+            continue
+        name, p = strategy_run("target", "adaboost", params, k, int(counts[k]))
+        model = _run_once(comm, name, p, rounds, inputs, seed, (), None, None, None)[0].finish()
+        wrong, _ = _row_outcomes(model, shard, rows)
+        out[k] = int(comm.allreduce_int(np.array([wrong.sum()], dtype=np.int64))[0])
+        watchdog.tick()
+    return out
+
+
+def carries_over(errors: int, n_target: int) -> bool:
+    """A source's target errors below 1/2 by more than ``SWITCH_SE`` standard errors of a coin's."""
+    return errors / n_target < 0.5 - SWITCH_SE * 0.5 / math.sqrt(n_target)
+
+
 def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
              fold: np.ndarray, k: int, n_target: int, callbacks=()) -> dict:
     """Collective: each strategy's outcome on each of this rank's target rows when that row's fold was held out.
@@ -197,6 +236,12 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
     if smallest < MIN_CLASS_ROWS:
         return {"chosen": "algorithm", "rule": f"no folds: the target holds {smallest} row(s) of a class "
                 f"(at least {MIN_CLASS_ROWS} needed), the algorithm as asked", "folds": 0}
+    screen = source_screen(comm, params, rounds, inputs, seed, target, n_target)
+    shown = {str(src): {"errors": e, "error": e / n_target} for src, e in screen.items()}
+    if screen and not any(carries_over(e, n_target) for e in screen.values()):
+        return {"chosen": "target", "folds": 0, "n_target": n_target, "screen": shown,
+                "rule": f"no source alone is right on more of the {n_target} target rows than a coin by "
+                        f"{SWITCH_SE} standard error: the target rows alone"}
     fold = target_folds(shard, target, k, seed, comm)
     outcomes = held_out(comm, algorithm, params, rounds, inputs, seed, target, fold, k, n_target, callbacks)
     proto = Protocol(comm)
@@ -216,7 +261,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
         t = tried[s]
         if t["gain"] > 0 and t["gain"] > SWITCH_SE * t["se"] and (chosen == "algorithm" or t["gain"] > tried[chosen]["gain"]):
             chosen = s
-    return {"chosen": chosen, "folds": k, "n_target": n_target,
+    return {"chosen": chosen, "folds": k, "n_target": n_target, "screen": shown,
             "rule": f"the algorithm unless pooled or target has fewer held-out target errors, by more than "
                     f"{SWITCH_SE} standard error of the paired per-row differences (the larger gain wins)",
             "tried": tried}
@@ -249,6 +294,9 @@ MEANING = {"algorithm": "the transfer algorithm", "pooled": "AdaBoost on every r
 def describe(rec: dict) -> str:
     """One line for the run's output."""
     what = MEANING[rec["chosen"]]
+    if rec.get("screen") and not rec.get("tried"):
+        parts = ", ".join(f"{v['errors']}/{rec['n_target']}" for v in rec["screen"].values())
+        return f"source trust: {rec['chosen']}, the model is {what} (each source alone on the target rows: {parts})"
     if not rec.get("tried"):
         return f"source trust: {rec['chosen']}, the model is {what} ({rec.get('rule', 'given')})"
     parts = ", ".join(f"{s} {rec['tried'][s]['errors']}/{rec['n_target']}" for s in STRATEGIES)
@@ -260,4 +308,5 @@ def check_value(value) -> None:
         raise CollectiveError(f"--source-trust must be one of {', '.join(CHOICES)}, got {value!r}")
 
 
-__all__ = ["CHOICES", "STRATEGIES", "choose", "describe", "recorded", "strategy_run", "target_folds"]
+__all__ = ["CHOICES", "STRATEGIES", "carries_over", "choose", "describe", "recorded", "source_screen", "strategy_run",
+           "target_folds"]

@@ -59,16 +59,40 @@ def test_the_folds_split_each_class_evenly():
 
 def test_harmful_sources_give_the_target_only_model(tmp_path):
     """Sources unrelated to the target rule: MSDTrA's chains fit the few target rows they train on and vote
-    (test error ~1/2); the held-out target rows show it, and the model is AdaBoost on the target rows."""
+    (test error ~1/2); each source alone is no better than a coin on the target rows (the screen), and the
+    model is AdaBoost on the target rows, without folds."""
     path, test = _case(tmp_path, "adv", [0.0, 0.0])
     res = _fit(path)
     rec = res.model.info["source_trust"]
-    assert rec["chosen"] == "target", rec
-    assert rec["tried"]["algorithm"]["errors"] > rec["tried"]["target"]["errors"]
+    assert rec["chosen"] == "target" and rec["folds"] == 0 and "tried" not in rec, rec
+    assert set(rec["screen"]) == {"1", "2"}
+    assert not any(source_trust.carries_over(v["errors"], rec["n_target"]) for v in rec["screen"].values())
+    assert "each source alone on the target rows" in source_trust.describe(rec)
     alone = _fit(path, "adaboost", train_domain=0)  # AdaBoost-k on the target rows, same bins
     assert _ensemble(res.model) == _ensemble(alone.model)
     trusted = _fit(path, source_trust="algorithm")
     assert evaluate(world(), res.model, [test])["error"] < evaluate(world(), trusted.model, [test])["error"] - 0.2
+
+
+def test_the_screen_is_each_source_alone_on_every_target_row(tmp_path):
+    """The screen's counts are those of AdaBoost trained on one source's rows, scored on all the target rows;
+    a rule carries over when its error is below 1/2 by one standard error of a coin's (0.5 / sqrt(n))."""
+    from mpiboost.data.load import load
+
+    path, _ = _case(tmp_path, "scr", [0.95, -0.9])
+    rec = _fit(path).model.info["source_trust"]
+    shard = load(world(), [path], task="binary")
+    target = np.flatnonzero(shard.domain == 0)
+    for k in (1, 2):
+        alone = _fit(path, "adaboost", train_domain=k).model
+        pred = np.where(alone.decision_function(np.ascontiguousarray(shard.cols[:, target])) >= 0, 1, -1)
+        assert rec["screen"][str(k)]["errors"] == int(np.sum(pred != shard.y[target]))
+    n = rec["n_target"]
+    assert source_trust.carries_over(rec["screen"]["1"]["errors"], n)  # the helpful source
+    assert not source_trust.carries_over(rec["screen"]["2"]["errors"], n)  # the opposite rule
+    assert rec["folds"] > 0  # one source carries over: the folds decide
+    assert source_trust.carries_over(int(n / 2 - 0.5 * np.sqrt(n)) - 1, n)
+    assert not source_trust.carries_over(int(np.ceil(n / 2 - 0.5 * np.sqrt(n))), n)
 
 
 def test_helpful_sources_are_used(tmp_path):
@@ -131,8 +155,8 @@ def test_same_choice_and_model_on_any_number_of_ranks_and_resume(tmp_path):
         model = tmp_path / f"m{n}.h5"
         proc = run_cli(["train", "--algo", "msdtra", "--data", path, "--rounds", "12", "--model", str(model)], n=n)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert ("source trust: target, the model is AdaBoost on the target rows alone (10-fold held-out target "
-                "errors: algorithm") in proc.stdout, proc.stdout
+        assert ("source trust: target, the model is AdaBoost on the target rows alone (each source alone on the "
+                "target rows: ") in proc.stdout, proc.stdout
         exports.add(run_cli(["export", "--model", str(model)]).stdout)
     assert len(exports) == 1
     ckpt = tmp_path / "ckpt.h5"
