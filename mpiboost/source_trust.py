@@ -21,8 +21,8 @@ target rows only:
   margin ``y f(x) / sum |coef|`` of each is recorded too.
 
 Before the folds, each source is **screened** on every target row: AdaBoost on
-that source's rows alone (the run's weak learner and rounds) never sees a target
-row, so its error on all n_b of them is an unbiased estimate of how well the
+that source's rows alone (the run's weak learner and rounds; with several
+sources, also one on all of them together) never sees a target row, so its error on all n_b of them is an unbiased estimate of how well the
 source's rule carries over, with no refitting noise. A source shows a rule that
 carries over when that error is below 1/2 by more than ``SWITCH_SE`` standard
 errors of a coin's, 0.5 / sqrt(n_b). When no source does (unrelated sources:
@@ -146,12 +146,14 @@ def _row_outcomes(model, shard, rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: int, n_target: int) -> dict:
-    """Collective: each source alone scored on every target row; source index -> its target errors.
+    """Collective: each source alone, and with two or more sources all of them together, scored on every
+    target row; source index (``"sources"`` for all of them) -> its target errors.
 
     The model of source k is AdaBoost on source k's rows only (``train_domain = k``, the run's weak learner,
-    stumps for a tree that could not split that source's rows) and never sees a target row.
+    stumps for a tree that could not split that source's rows); that of all the sources is AdaBoost on
+    every source row. Neither sees a target row.
     """
-    from .train import _run_once
+    from .train import _Inputs, _run_once, _subset
 
     shard = inputs.shard
     counts = np.asarray(shard.domain_counts if shard.domain_counts is not None else [], dtype=np.int64)
@@ -164,6 +166,13 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
         model = _run_once(comm, name, p, rounds, inputs, seed, (), None, None, None)[0].finish()
         wrong, _ = _row_outcomes(model, shard, rows)
         out[k] = int(comm.allreduce_int(np.array([wrong.sum()], dtype=np.int64))[0])
+        watchdog.tick()
+    if len(out) > 1:  # the sources' union may carry a rule over that no single source shows alone
+        name, p = strategy_run("pooled", "adaboost", params, target, n_target)
+        part = _subset(shard, shard.domain != target, comm)
+        model = _run_once(comm, name, p, rounds, _Inputs(part), seed, (), None, None, None)[0].finish()
+        wrong, _ = _row_outcomes(model, shard, rows)
+        out["sources"] = int(comm.allreduce_int(np.array([wrong.sum()], dtype=np.int64))[0])
         watchdog.tick()
     return out
 

@@ -65,7 +65,7 @@ def test_harmful_sources_give_the_target_only_model(tmp_path):
     res = _fit(path)
     rec = res.model.info["source_trust"]
     assert rec["chosen"] == "target" and rec["folds"] == 0 and "tried" not in rec, rec
-    assert set(rec["screen"]) == {"1", "2"}
+    assert set(rec["screen"]) == {"1", "2", "sources"}
     assert not any(source_trust.carries_over(v["errors"], rec["n_target"]) for v in rec["screen"].values())
     assert "each source alone on the target rows" in source_trust.describe(rec)
     alone = _fit(path, "adaboost", train_domain=0)  # AdaBoost-k on the target rows, same bins
