@@ -585,19 +585,12 @@ def resolve_splits(tree: Tree, value_of: Callable[[int], Optional[int]]) -> Tree
     after their parent), with their leaf values, gains and counts (a forest grown with each task's
     indicator as a feature, specialised to one task)."""
     keep: list = []
-
-    def visit(node: int) -> None:
-        while tree.feature[node] >= 0:
-            b = value_of(int(tree.feature[node]))
-            if b is None:
-                break
-            node = int(tree.left[node] if b <= tree.bin[node] else tree.right[node])
+    stack = [0]  # pre-order without recursion: a leaf-wise tree may be thousands of levels deep
+    while stack:
+        node = _resolved(tree, stack.pop(), value_of)
         keep.append(node)
         if tree.feature[node] >= 0:
-            visit(int(tree.left[node]))
-            visit(int(tree.right[node]))
-
-    visit(0)
+            stack.extend((int(tree.right[node]), int(tree.left[node])))
     new_id = {old: i for i, old in enumerate(keep)}
     feature, bin_, ml, left, right = [], [], [], [], []
     for old in keep:
@@ -612,14 +605,19 @@ def resolve_splits(tree: Tree, value_of: Callable[[int], Optional[int]]) -> Tree
                 count=tree.count[idx], weight=tree.weight[idx])
 
 
-def _resolved_child(tree: Tree, node: int, value_of, new_id: dict) -> int:
-    """The kept node a row reaches from ``node`` (through decided splits)."""
+def _resolved(tree: Tree, node: int, value_of) -> int:
+    """The node a row reaches from ``node`` through the decided splits."""
     while tree.feature[node] >= 0:
         b = value_of(int(tree.feature[node]))
         if b is None:
             break
         node = int(tree.left[node] if b <= tree.bin[node] else tree.right[node])
-    return new_id[node]
+    return node
+
+
+def _resolved_child(tree: Tree, node: int, value_of, new_id: dict) -> int:
+    """The kept node a row reaches from ``node`` (through decided splits)."""
+    return new_id[_resolved(tree, node, value_of)]
 
 
 def flatten(trees: list, V: int) -> tuple:
