@@ -22,8 +22,9 @@ target rows only:
 
 Before the folds, each source is **screened** on every target row: AdaBoost on
 that source's rows alone (the run's weak learner and rounds; with several
-sources, also one on all of them together) never sees a target row, so its error on all n_b of them is an unbiased estimate of how well the
-source's rule carries over, with no refitting noise. A source shows a rule that
+sources, also one on all of them together) never sees a target row, so its
+error on all n_b of them is an unbiased estimate of how well the source's rule
+carries over, with no refitting noise. A source shows a rule that
 carries over when that error is below 1/2 by more than ``SWITCH_SE`` standard
 errors of a coin's, 0.5 / sqrt(n_b). When no source does (unrelated sources:
 errors near 1/2; sources of the opposite rule: above it), the sources are not
@@ -158,22 +159,20 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
     shard = inputs.shard
     counts = np.asarray(shard.domain_counts if shard.domain_counts is not None else [], dtype=np.int64)
     rows = np.flatnonzero(shard.domain == target)
+
+    def target_errors(run: tuple, on) -> int:
+        model = _run_once(comm, *run, rounds, on, seed, (), None, None, None)[0].finish()
+        wrong, _ = _row_outcomes(model, shard, rows)
+        watchdog.tick()
+        return int(comm.allreduce_int(np.array([wrong.sum()], dtype=np.int64))[0])
+
     out = {}
     for k in range(int(shard.n_domains)):
-        if k == target or k >= counts.size or counts[k] == 0:
-            continue
-        name, p = strategy_run("target", "adaboost", params, k, int(counts[k]))
-        model = _run_once(comm, name, p, rounds, inputs, seed, (), None, None, None)[0].finish()
-        wrong, _ = _row_outcomes(model, shard, rows)
-        out[k] = int(comm.allreduce_int(np.array([wrong.sum()], dtype=np.int64))[0])
-        watchdog.tick()
+        if k != target and k < counts.size and counts[k] > 0:
+            out[k] = target_errors(strategy_run("target", "adaboost", params, k, int(counts[k])), inputs)
     if len(out) > 1:  # the sources' union may carry a rule over that no single source shows alone
-        name, p = strategy_run("pooled", "adaboost", params, target, n_target)
-        part = _subset(shard, shard.domain != target, comm)
-        model = _run_once(comm, name, p, rounds, _Inputs(part), seed, (), None, None, None)[0].finish()
-        wrong, _ = _row_outcomes(model, shard, rows)
-        out["sources"] = int(comm.allreduce_int(np.array([wrong.sum()], dtype=np.int64))[0])
-        watchdog.tick()
+        union = _Inputs(_subset(shard, shard.domain != target, comm))
+        out["sources"] = target_errors(strategy_run("pooled", "adaboost", params, target, n_target), union)
     return out
 
 
