@@ -814,6 +814,8 @@ def train(
         info["source_trust"] = trust
         algorithm, params = source_trust.strategy_run(trust["chosen"], algorithm, params or {}, algo.target,
                                                       algo.n_target)
+        if trust["chosen"] == "target":
+            inputs = source_trust.target_only(comm, inputs, algo.target, seed)
         auto = auto_params(algorithm, params)
     if auto:
         if searched is None:

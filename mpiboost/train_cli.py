@@ -406,7 +406,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         early_stop=args.early_stop,
         valid_metric=args.valid_metric,
     )
-    from . import boost
+    from . import boost, source_trust
     from .boost.transfer import TransferBoosting
 
     if issubclass(boost.get(args.algo), TransferBoosting):
@@ -420,9 +420,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         flat = not empty and not np.any(np.asarray(result.model.coef) != 0)
         why = (f"no round could be trained ({result.summary['stop_reason']})" if empty else
                "every vote of the model is 0 (no candidate chain has an edge on the target rows)")
+        trust = result.summary.get("source_trust")
+        chose = "" if not trust or trust.get("chosen") == "algorithm" else f" [{source_trust.describe(trust)}]"
         comm.check(not (empty or flat), f"{args.algo}: {why}: not one candidate stump has an edge on the target "
                                         f"rows, so no model was saved to {args.model} (check the target's labels "
-                                        "and features)")
+                                        f"and features){chose}")
     if result.model.n_rounds == 0 and comm.is_center:
         # a legitimate end (an algorithm may find no usable weak learner), but never a silent one
         import sys

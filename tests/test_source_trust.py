@@ -37,6 +37,24 @@ def _ensemble(model):
     return json.loads(model.to_json())["ensemble"]
 
 
+def _target_file(tmp_path, path):
+    """The target rows of ``path`` alone, in a file of their own."""
+    from mpiboost.data.load import load
+
+    sh = load(world(), [path], task="binary", keep_raw=True)
+    t = sh.domain == 0
+    out = tmp_path / "target-alone.h5"
+    write_dataset(out, sh.X[t], sh.y[t])
+    return str(out)
+
+
+def _same_as_target_alone(tmp_path, path, model, rounds=30):
+    """``model`` is AdaBoost on the target rows of ``path`` alone, from a file of their own: bins, splits and
+    votes alike."""
+    alone = _fit(_target_file(tmp_path, path), "adaboost", rounds=rounds).model
+    assert _ensemble(model) == _ensemble(alone)
+
+
 def test_the_folds_split_each_class_evenly():
     class Shard:
         pass
@@ -66,33 +84,62 @@ def test_harmful_sources_give_the_target_only_model(tmp_path):
     rec = res.model.info["source_trust"]
     assert rec["chosen"] == "target" and rec["folds"] == 0 and "tried" not in rec, rec
     assert set(rec["screen"]) == {"1", "2", "sources"}
-    assert not any(source_trust.carries_over(v["errors"], rec["n_target"]) for v in rec["screen"].values())
+    assert not any(v["carries_over"] for v in rec["screen"].values())
     assert "each source alone on the target rows" in source_trust.describe(rec)
-    alone = _fit(path, "adaboost", train_domain=0)  # AdaBoost-k on the target rows, same bins
-    assert _ensemble(res.model) == _ensemble(alone.model)
+    _same_as_target_alone(tmp_path, path, res.model)
     trusted = _fit(path, source_trust="algorithm")
     assert evaluate(world(), res.model, [test])["error"] < evaluate(world(), trusted.model, [test])["error"] - 0.2
 
 
 def test_the_screen_is_each_source_alone_on_every_target_row(tmp_path):
-    """The screen's counts are those of AdaBoost trained on one source's rows, scored on all the target rows;
-    a rule carries over when its error is below 1/2 by one standard error of a coin's (0.5 / sqrt(n))."""
+    """The screen's counts and margins are those of AdaBoost trained on one source's rows, scored on all the
+    target rows; the helpful source carries over, the opposite rule does not."""
     from mpiboost.data.load import load
 
     path, _ = _case(tmp_path, "scr", [0.95, -0.9])
     rec = _fit(path).model.info["source_trust"]
     shard = load(world(), [path], task="binary")
     target = np.flatnonzero(shard.domain == 0)
+    y = shard.y[target].astype(float)
     for k in (1, 2):
         alone = _fit(path, "adaboost", train_domain=k).model
-        pred = np.where(alone.decision_function(np.ascontiguousarray(shard.cols[:, target])) >= 0, 1, -1)
-        assert rec["screen"][str(k)]["errors"] == int(np.sum(pred != shard.y[target]))
-    n = rec["n_target"]
-    assert source_trust.carries_over(rec["screen"]["1"]["errors"], n)  # the helpful source
-    assert not source_trust.carries_over(rec["screen"]["2"]["errors"], n)  # the opposite rule
+        score = alone.decision_function(np.ascontiguousarray(shard.cols[:, target]))
+        assert rec["screen"][str(k)]["errors"] == int(np.sum(np.where(score >= 0, 1, -1) != y))
+        margin = y * score / np.abs(alone.vote_coefficients()).sum()
+        assert rec["screen"][str(k)]["margin"] == pytest.approx(margin.mean(), rel=1e-12)
+    assert rec["screen"]["1"]["carries_over"]  # the helpful source
+    assert not rec["screen"]["2"]["carries_over"]  # the opposite rule
     assert rec["folds"] > 0  # one source carries over: the folds decide
-    assert source_trust.carries_over(int(n / 2 - 0.5 * np.sqrt(n)) - 1, n)
-    assert not source_trust.carries_over(int(np.ceil(n / 2 - 0.5 * np.sqrt(n))), n)
+
+
+def _stats(m):
+    m = np.asarray(m, dtype=float)
+    return {"margin_sum": float(m.sum()), "margin_square": float((m * m).sum())}
+
+
+@pytest.mark.parametrize("case", ["random", "skewed", "ten rows", "constant", "two rows"])
+def test_carries_over_is_a_one_sided_t_test_at_the_family_wise_level(case):
+    """Against scipy's one-sample t-test: the margins' mean above 0 at level 1 - (1 - SCREEN_LEVEL)^(1/K)."""
+    from scipy.stats import ttest_1samp
+
+    rng = np.random.default_rng(len(case))
+    for trial in range(200):
+        n = {"ten rows": 10, "two rows": 2}.get(case, int(rng.integers(3, 60)))
+        m = rng.normal(rng.normal(0, 0.15), 0.3, n)
+        if case == "skewed":
+            m = np.clip(rng.exponential(0.2, n) - 0.18, -1, 1)
+        if case == "constant":
+            m = np.full(n, rng.choice([-0.2, 0.0, 0.3]))
+        K = int(rng.integers(1, 6))
+        got = source_trust.carries_over(_stats(m), n, K)
+        if case == "constant":
+            assert got == (m[0] > 0)
+            continue
+        p = ttest_1samp(m, 0.0, alternative="greater").pvalue
+        want = p < 1 - (1 - source_trust.SCREEN_LEVEL) ** (1 / K)
+        if abs(p - (1 - (1 - source_trust.SCREEN_LEVEL) ** (1 / K))) > 1e-9:  # not on the boundary
+            assert got == want, (case, trial, n, K, p)
+    assert not source_trust.carries_over(_stats([0.5]), 1, 1)  # one row: no test
 
 
 def test_helpful_sources_are_used(tmp_path):
@@ -126,19 +173,32 @@ def test_a_given_trust_trains_that_model_without_folds(tmp_path, given):
     path, _ = _case(tmp_path, "g", [0.5])
     res = _fit(path, source_trust=given)
     assert res.model.info["source_trust"] == {"chosen": given, "rule": "given (--source-trust)"}
-    same = _fit(path, "adaboost", **({"train_domain": 0} if given == "target" else {}))
-    assert _ensemble(res.model) == _ensemble(same.model)
+    if given == "target":
+        _same_as_target_alone(tmp_path, path, res.model)
+    else:
+        assert _ensemble(res.model) == _ensemble(_fit(path, "adaboost").model)
     assert res.summary["source_trust"]["chosen"] == given
 
 
-def test_too_few_target_rows_of_a_class_keep_the_algorithm(tmp_path):
-    data = synth_transfer.generate(300, sources=1, target_n=12, seed=1, task_seed=1, relatedness=[0.9])
-    t = np.flatnonzero(data.domain == 0)
-    data.y[t] = -1
-    data.y[t[0]] = 1  # one positive target row: it cannot be both held out and trained on
+def test_too_few_target_rows_of_a_class_keep_the_algorithm_once_a_source_carries_over(tmp_path):
+    """One positive target row cannot be both held out and trained on: no folds. The screen needs none: with
+    a source of the target's rule the algorithm stays; with the labels turned against every source, the target
+    rows alone."""
+    data = synth_transfer.generate(300, sources=1, target_n=80, seed=1, task_seed=1, relatedness=[0.95])
+    t = data.domain == 0
+    pos, neg = np.flatnonzero(t & (data.y > 0)), np.flatnonzero(t & (data.y < 0))
+    keep = ~t
+    keep[pos[:1]] = keep[neg[:15]] = True  # one positive, fifteen negative target rows, their own labels
+    for name in ("X", "y", "domain"):
+        setattr(data, name, getattr(data, name)[keep])
     path = _write(tmp_path / "few.h5", data)
     rec = _fit(path).model.info["source_trust"]
+    assert rec["screen"]["1"]["carries_over"], rec
     assert rec["chosen"] == "algorithm" and rec["folds"] == 0 and "1 row(s)" in rec["rule"]
+    data.y[data.domain == 0] *= -1  # fifteen positives, one negative: the source's rule is wrong on them
+    path = _write(tmp_path / "few-against.h5", data)
+    rec = _fit(path).model.info["source_trust"]
+    assert rec["chosen"] == "target" and not rec["screen"]["1"]["carries_over"], rec
 
 
 def test_the_folds_are_leave_one_out_at_most(tmp_path):
@@ -170,6 +230,30 @@ def test_same_choice_and_model_on_any_number_of_ranks_and_resume(tmp_path):
     assert run_cli(["export", "--model", str(tmp_path / "r.h5")]).stdout == exports.pop()
     proc = run_cli([*base, "--model", str(tmp_path / "r2.h5"), "--resume", "--source-trust", "algorithm"], n=1)
     assert proc.returncode == 2 and "--source-trust target" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_the_folds_give_the_same_counts_and_model_on_any_number_of_ranks(tmp_path):
+    """A source that carries over: the folds train the target rows alone in their own bins (their raw values
+    read again on each rank) and score the held-out rows in them; the same counts and model on 1 and 3 ranks."""
+    path, _ = _case(tmp_path, "mix", [0.9, -0.6], target_n=30)
+    out = []
+    for n in (1, 3):
+        model = tmp_path / f"f{n}.h5"
+        proc = run_cli(["train", "--algo", "msdtra", "--data", path, "--rounds", "8", "--model", str(model),
+                        "--source-folds", "3"], n=n)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "3-fold held-out target errors" in proc.stdout, proc.stdout
+        out.append((proc.stdout.split("source trust:")[1].split("]")[0], run_cli(["export", "--model", str(model)]).stdout))
+    assert out[0] == out[1]
+
+
+def test_the_target_alone_scores_validation_files_in_its_own_bins(tmp_path):
+    """The target-only model's validation error is that of the saved model on the validation file."""
+    path, test = _case(tmp_path, "vf", [0.0, 0.0], target_n=60)
+    res = train(world(), [path], algorithm="msdtra", rounds=20, valid=[test],
+                params={"weak_learner": "histogram", "target_domain": 0, "source_trust": "target"}, seed=0)
+    assert res.model.info["validation"]["last_error"] == evaluate(world(), res.model, [test])["error"]
+    _same_as_target_alone(tmp_path, path, res.model, rounds=20)
 
 
 def test_the_baselines_with_trees():

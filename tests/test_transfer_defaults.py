@@ -148,8 +148,10 @@ def test_msdtra_defaults_beat_the_paper_and_the_target_alone(tmp_path):
 def test_an_empty_transfer_model_exits_2(tmp_path):
     """No stump has an edge on the target (its two rows are identical but for the label): exit 2, no model.
 
-    MSDTrA's source chain learns its source and, rated 1/2 on two rows, is not evidently
-    misleading: it is the model. With constant features nothing can be learnt: MSDTrA exits 2 too.
+    MSDTrA's source chain learns its source, but the source's rule is right on one of the two target rows
+    and wrong on the other: the screen finds no source that carries over, and the target rows alone have no
+    edge: exit 2, saying so. With the paper's trust the chain is the model. With constant features nothing
+    can be learnt: MSDTrA exits 2 too.
     """
     X = np.zeros((102, 3))
     X[2:] = np.random.default_rng(1).normal(size=(100, 3))
@@ -167,6 +169,9 @@ def test_an_empty_transfer_model_exits_2(tmp_path):
         assert "no round could be trained" in proc.stderr and "no model was saved" in proc.stderr, proc.stderr
         assert not model.exists()
     proc = run_cli(["train", "--data", str(data), "--algo", "msdtra", "--rounds", "5", "--model", str(model)])
+    assert proc.returncode == 2 and "source trust: target" in proc.stderr, proc.stderr[-2000:]
+    proc = run_cli(["train", "--data", str(data), "--algo", "msdtra", "--rounds", "5", "--model", str(model),
+                    "--source-trust", "algorithm"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     # other algorithms keep exit 0 for an empty model (a warning): AdaBoost on a constant set
     const = tmp_path / "c.h5"

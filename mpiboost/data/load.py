@@ -97,6 +97,7 @@ class Shard:
     X: Optional[np.ndarray] = None  # (n_local, d) raw values (load_raw only)
     classes: Optional[list] = None  # the label values of the classes (y codes index them); None: -1/+1
     extra: dict = field(default_factory=dict)  # further inputs of an algorithm, e.g. {"q_data": (X, domain)}
+    file_rows: bool = False  # rows start..stop are those of the files, in order (as read; not a subset)
 
     @property
     def n_local(self) -> int:
@@ -354,6 +355,7 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
         label_counts=labels,
         domain_counts=dcounts,
         classes=classes,
+        file_rows=True,
     )
 
 

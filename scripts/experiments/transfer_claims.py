@@ -138,6 +138,7 @@ def run_method(args, comm, spec: str, target_file: Path, source_files: list, tes
     return {"error": float(ev["error"]), "auc": ev.get("auc"), "rounds_done": res.summary["rounds"],
             "source_trust": (res.summary.get("source_trust") or {}).get("chosen"),
             "source_trust_tried": (res.summary.get("source_trust") or {}).get("tried"),  # held-out counts
+            "source_trust_screen": (res.summary.get("source_trust") or {}).get("screen"),
             "empty": res.model.n_rounds == 0, "stop_reason": res.summary["stop_reason"],
             "seconds": time.perf_counter() - t0}
 
