@@ -263,6 +263,21 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
     return out
 
 
+def margin_t(stats: dict, n_target: int) -> float:
+    """The t statistic of the mean normalized margin over ``n_target`` rows (``inf``/``-inf``/0 for no spread)."""
+    n = int(n_target)
+    mean = stats["margin_sum"] / max(n, 1)
+    var = max(stats["margin_square"] - stats["margin_sum"] ** 2 / max(n, 1), 0.0) / max(n - 1, 1)
+    if var <= 0.0:
+        return math.copysign(math.inf, mean) if mean != 0.0 else 0.0
+    return mean / math.sqrt(var / n)
+
+
+def _finite(x: float):
+    """``x``, or None where it is not finite (the model's JSON header holds numbers only)."""
+    return x if math.isfinite(x) else None
+
+
 def carries_over(stats: dict, n_target: int, candidates: int = 1) -> bool:
     """Whether one screened model's target margins show a rule that carries over.
 
@@ -276,12 +291,8 @@ def carries_over(stats: dict, n_target: int, candidates: int = 1) -> bool:
     n = int(n_target)
     if n < 2:
         return False
-    mean = stats["margin_sum"] / n
-    var = max(stats["margin_square"] - stats["margin_sum"] ** 2 / n, 0.0) / (n - 1)
-    if var <= 0.0:
-        return mean > 0.0
     level = 1.0 - (1.0 - SCREEN_LEVEL) ** (1.0 / max(int(candidates), 1))
-    return mean / math.sqrt(var / n) > float(student.ppf(1.0 - level, n - 1))
+    return margin_t(stats, n) > float(student.ppf(1.0 - level, n - 1))
 
 
 def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
@@ -350,7 +361,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
     k = min(int(folds), n_target)  # at most leave-one-out
     screen = source_screen(comm, params, rounds, inputs, seed, target, n_target)
     shown = {str(src): {"errors": v["errors"], "error": v["errors"] / n_target,
-                        "margin": v["margin_sum"] / max(n_target, 1),
+                        "margin": v["margin_sum"] / max(n_target, 1), "t": _finite(margin_t(v, n_target)),
                         "carries_over": carries_over(v, n_target, len(screen))} for src, v in screen.items()}
     if screen and not any(v["carries_over"] for v in shown.values()):
         return {"chosen": "target", "folds": 0, "n_target": n_target, "screen": shown,
