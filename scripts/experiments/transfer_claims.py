@@ -49,7 +49,11 @@ DOMAINS = ("books", "dvd", "electronics", "kitchen")
 # Generated cases of one kind of source each (3 sources; relatedness rho of every source): the
 # sources help, are unrelated to the target rule, or teach its opposite.
 KINDS = {"helpful": (0.95, 0.9, 0.85), "unrelated": (0.0, 0.0, 0.0), "adversarial": (-0.9, -0.8, -0.7)}
-DATASETS = ["synth", "dense", *KINDS, "amazon"]
+# Pixels from a second "scanner": scikit-learn's 8x8 digits, odd against even; the source is half the images as
+# they are, the target the other half shifted right by 0-3 pixels (0: the same scanner, a helpful source; 2-3:
+# every pixel rule of the source points at the wrong strokes).
+DIGIT_SHIFTS = {f"digits-shift{k}": k for k in range(4)}
+DATASETS = ["synth", "dense", *KINDS, "amazon", *DIGIT_SHIFTS]
 PAPER = "msdtra:candidates=paper,initial_split=paper,eps_floor=0,source_update=paper"
 DEFAULT_METHODS = ["msdtra", PAPER, "adaboost-target", "adaboost-pooled", "lightgbm-pooled"]
 BASELINES = ["adaboost-target", "adaboost-pooled", "lightgbm-pooled"]
@@ -219,6 +223,31 @@ def amazon(args, rec: C.Records, comm) -> None:
         C.log(f"amazon repetition {r}: {time.perf_counter() - t0:.1f} s")
 
 
+def digits(args, rec: C.Records, comm, dataset: str) -> None:
+    """A source of 8x8 digit images and a target of the other images shifted right (``DIGIT_SHIFTS``)."""
+    from sklearn.datasets import load_digits
+
+    shift = DIGIT_SHIFTS[dataset]
+    d = args.workdir / "data" / dataset
+    d.mkdir(parents=True, exist_ok=True)
+    dig = load_digits()
+    images, y = dig.images.astype(np.float32), np.where(dig.target % 2 == 1, 1, -1).astype(np.int8)
+    half = np.random.default_rng(0xD161).permutation(len(y))
+    src, tgt = np.sort(half[: len(y) // 2]), np.sort(half[len(y) // 2:])
+    moved = np.zeros_like(images[tgt])
+    moved[:, :, shift:] = images[tgt][:, :, : 8 - shift]
+    Xs, Xt, yt = images[src].reshape(len(src), 64), moved.reshape(len(tgt), 64), y[tgt]
+    source = _write(d / "source.h5", Xs, y[src], attrs={"domain_name": "scanner A"})
+    for r in range(1, args.reps + 1):
+        perm = np.random.default_rng([r, shift]).permutation(len(tgt))
+        for nb in args.nb:
+            tr, te = np.sort(perm[:nb]), np.sort(perm[nb:])
+            trf = _write(d / f"r{r}_nb{nb}_train.h5", Xt[tr], yt[tr], attrs={"domain_name": "scanner B"})
+            tef = _write(d / f"r{r}_nb{nb}_test.h5", Xt[te], yt[te])
+            run_all(args, rec, comm, dict(dataset=dataset, target="target", nb=nb, rep=r), trf, [source], tef)
+    C.log(f"{dataset}: {args.reps} repetitions")
+
+
 # ----------------------------------------------------------------- tables
 def _mstd(v) -> str:
     v = np.asarray(v, dtype=float)
@@ -339,6 +368,8 @@ def main(argv=None) -> int:
         for ds in args.datasets:
             if ds == "amazon":
                 amazon(args, rec, comm)
+            elif ds in DIGIT_SHIFTS:
+                digits(args, rec, comm, ds)
             else:
                 synth_like(args, rec, comm, ds)
     text = render(args, rec)
