@@ -15,7 +15,10 @@ target rows only:
   configured), ``pooled`` (AdaBoost on the target and source rows alike: full
   trust) and ``target`` (AdaBoost on the target rows alone: none), with the
   weak learner and rounds of the run;
-* the algorithm stays unless ``pooled`` or ``target`` has fewer held-out errors
+* one way is the incumbent: ``pooled`` when every source alone passes the
+  screen below (all of them carry a rule over: trusting them all is the simplest
+  use), else ``algorithm`` (some do and some do not: the transfer algorithm is
+  made to pick among them). It stays unless another has fewer held-out errors
   (exact integer counts) by more than ``SWITCH_SE`` standard errors of the paired
   per-row differences; of two such, the larger gain wins. The mean normalized
   margin ``y f(x) / sum |coef|`` of each is recorded too.
@@ -374,24 +377,33 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
     fold = target_folds(shard, target, k, seed, comm)
     outcomes = held_out(comm, algorithm, params, rounds, inputs, seed, target, fold, k, n_target, callbacks)
     proto = Protocol(comm)
+    # Every source shows a rule that carries over: trusting them all (pooling) is the simplest use of them and
+    # the one kept unless beaten; some do and some do not: the transfer algorithm, made to pick among them.
+    singles = [v for src, v in shown.items() if src != "sources"]
+    incumbent = "pooled" if singles and all(v["carries_over"] for v in singles) else "algorithm"
     tried = {}
-    base_wrong = outcomes["algorithm"][0]
+    base_wrong = outcomes[incumbent][0]
     for s in STRATEGIES:
         wrong, margin = outcomes[s]
-        d = base_wrong - wrong  # per target row: +1 where s is right and the algorithm wrong
+        d = base_wrong - wrong  # per target row: +1 where s is right and the incumbent wrong
         sums = comm.allreduce_int(np.array([wrong.sum(), d.sum(), (d * d).sum()], dtype=np.int64))
         total = float(proto.reduce_terms([_exact.partials(np.ascontiguousarray(margin))])[0])  # exact: any ranks
         gain = int(sums[1]) / n_target
         var = max(int(sums[2]) - int(sums[1]) ** 2 / n_target, 0.0) / max(n_target - 1, 1)
         tried[s] = {"errors": int(sums[0]), "error": int(sums[0]) / n_target, "margin": total / n_target,
                     "gain": gain, "se": math.sqrt(var / n_target)}
-    chosen = "algorithm"
-    for s in STRATEGIES[1:]:
+    chosen = incumbent
+    for s in STRATEGIES:
         t = tried[s]
-        if t["gain"] > 0 and t["gain"] > SWITCH_SE * t["se"] and (chosen == "algorithm" or t["gain"] > tried[chosen]["gain"]):
+        if s != incumbent and t["gain"] > 0 and t["gain"] > SWITCH_SE * t["se"] \
+                and (chosen == incumbent or t["gain"] > tried[chosen]["gain"]):
             chosen = s
-    return {"chosen": chosen, "folds": k, "n_target": n_target, "screen": shown,
-            "rule": f"the algorithm unless pooled or target has fewer held-out target errors, by more than "
+    others = " or ".join(s for s in STRATEGIES if s != incumbent)
+    why = ("every source alone carries over" if incumbent == "pooled" else
+           "some source alone does not carry over" if singles and any(v["carries_over"] for v in singles) else
+           "no single source alone carries over")
+    return {"chosen": chosen, "folds": k, "n_target": n_target, "screen": shown, "incumbent": incumbent,
+            "rule": f"{why}: {incumbent} unless {others} has fewer held-out target errors, by more than "
                     f"{SWITCH_SE} standard error of the paired per-row differences (the larger gain wins)",
             "tried": tried}
 

@@ -143,27 +143,37 @@ def test_carries_over_is_a_one_sided_t_test_at_the_family_wise_level(case):
 
 
 def test_helpful_sources_are_used(tmp_path):
-    """Sources of nearly the target's rule: the folds keep them (here pooling tests as well as MSDTrA), and the
-    model beats AdaBoost on the target rows alone by far."""
+    """Sources of nearly the target's rule: both pass the screen, so pooling them is the incumbent, and the
+    folds keep the sources; the model beats AdaBoost on the target rows alone by far."""
     path, test = _case(tmp_path, "help", [0.95, 0.9])
     res = _fit(path)
     rec = res.model.info["source_trust"]
+    assert rec["screen"]["1"]["carries_over"] and rec["screen"]["2"]["carries_over"], rec
+    assert rec["incumbent"] == "pooled" and "every source alone carries over: pooled unless" in rec["rule"]
     assert rec["chosen"] in ("algorithm", "pooled") and rec["folds"] == 10, rec
     assert rec["tried"]["target"]["errors"] > rec["tried"][rec["chosen"]]["errors"]
+    _gains_against(rec, "pooled")
     alone = _fit(path, "adaboost", train_domain=0)
     assert evaluate(world(), res.model, [test])["error"] < evaluate(world(), alone.model, [test])["error"] - 0.05
 
 
+def _gains_against(rec, incumbent):
+    """Each way's gain is over the incumbent's held-out errors; the incumbent stays unless one gains more than
+    one standard error, and then the largest such gain wins."""
+    n = rec["n_target"]
+    for s, t in rec["tried"].items():
+        assert t["gain"] == (rec["tried"][incumbent]["errors"] - t["errors"]) / n
+    beat = {s: t["gain"] for s, t in rec["tried"].items() if s != incumbent and 0 < t["gain"] and t["gain"] > t["se"]}
+    assert rec["chosen"] == (max(beat, key=lambda s: (beat[s], -list(rec["tried"]).index(s))) if beat else incumbent)
+
+
 def test_the_algorithm_stays_unless_an_alternative_wins_by_one_standard_error(tmp_path):
+    """One source of the target's rule and one against it: the transfer algorithm is the incumbent."""
     path, _ = _case(tmp_path, "mixed", [0.95, -0.5])
     rec = _fit(path).model.info["source_trust"]
-    for s in ("pooled", "target"):
-        t = rec["tried"][s]
-        assert t["gain"] == (rec["tried"]["algorithm"]["errors"] - t["errors"]) / rec["n_target"]
-        if rec["chosen"] == "algorithm":
-            assert t["gain"] <= t["se"] or t["gain"] <= 0
-    if rec["chosen"] != "algorithm":
-        assert rec["tried"][rec["chosen"]]["gain"] > rec["tried"][rec["chosen"]]["se"]
+    assert rec["screen"]["1"]["carries_over"] and not rec["screen"]["2"]["carries_over"], rec
+    assert rec["incumbent"] == "algorithm"
+    _gains_against(rec, "algorithm")
     res = _fit(path, source_trust="algorithm")
     assert res.model.algorithm == "msdtra"
 
