@@ -1,6 +1,6 @@
 """Callbacks of the training loop: progress, metrics log, checkpoints.
 
-The loop in :mod:`mpiboost.train` knows nothing of logging or files; it calls
+The loop in :mod:`mpiboost.driver.batch` knows nothing of logging or files; it calls
 every callback at three points with a :class:`RoundEnv`:
 
 ``on_train_begin(env)``  after loading, before round 1 (``env.t`` = rounds already done);

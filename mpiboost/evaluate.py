@@ -40,8 +40,8 @@ def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedic
     shard = load(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen, bins=model.bins,
                  dedicated_coordinator=dedicated, keep_raw=model.needs_raw)
     if getattr(model, "vote", None) == "task":  # one ensemble per task: each row scored by its own task's
-        return shard, model.decision_function(shard.cols, shard.X, shard.domain)
-    return shard, model.decision_function(shard.cols, shard.X)
+        return shard, model.decision_binned(shard.cols, shard.X, shard.domain)
+    return shard, model.decision_binned(shard.cols, shard.X)
 
 
 def class_report(confusion: np.ndarray, classes: Sequence) -> dict:

@@ -209,9 +209,9 @@ class Model:
             np.ascontiguousarray(c[sl], dtype=np.float64),
         )
 
-    def decision_function(self, cols: np.ndarray, X: Optional[np.ndarray] = None,
-                          task: Optional[np.ndarray] = None) -> np.ndarray:
-        """Ensemble scores for feature-major bins ``cols`` (d, n) uint8.
+    def decision_binned(self, cols: np.ndarray, X: Optional[np.ndarray] = None,
+                        task: Optional[np.ndarray] = None) -> np.ndarray:
+        """Ensemble scores for feature-major bins ``cols`` (d, n) uint8 (raw rows: :meth:`decision_function`).
 
         ``output = "sign"``: ``sum_t coef_t h_t(x)``, shape (n,); a Q-ensemble
         weighs stump t by ``Q(domain_t|x)`` and needs the raw rows ``X`` (n, d)
@@ -308,12 +308,12 @@ class Model:
             out[rows] = self.tree_scores(np.ascontiguousarray(cols[:, rows]), 0, self.n_stumps, coef)[:, 0]
         return out
 
-    def predict_proba(self, cols: np.ndarray) -> np.ndarray:
-        """Class probabilities (n, K) of a model with a logistic or softmax link."""
-        return self.proba_of_scores(self.decision_function(cols))
+    def proba_binned(self, cols: np.ndarray) -> np.ndarray:
+        """Class probabilities (n, K) of a model with a logistic or softmax link, for feature-major bins."""
+        return self.proba_of_scores(self.decision_binned(cols))
 
     def proba_of_scores(self, score: np.ndarray) -> np.ndarray:
-        """Class probabilities (n, K) from :meth:`decision_function`'s scores (logistic or softmax link)."""
+        """Class probabilities (n, K) from :meth:`decision_binned`'s scores (logistic or softmax link)."""
         if self.link == "logistic":
             p1 = 0.5 * (1.0 + np.tanh(0.5 * score))  # sigmoid without overflow
             return np.stack([1.0 - p1, p1], axis=1)
@@ -353,11 +353,12 @@ class Model:
     def predict_index(self, cols: np.ndarray, X: Optional[np.ndarray] = None,
                       task: Optional[np.ndarray] = None) -> np.ndarray:
         """Class index (into :attr:`classes`) of every row: argmax, or 1 where the sign score is >= 0."""
-        return index_of_scores(self.decision_function(cols, X, task))
+        return index_of_scores(self.decision_binned(cols, X, task))
 
-    def predict(self, cols: np.ndarray, X: Optional[np.ndarray] = None, task: Optional[np.ndarray] = None) -> np.ndarray:
+    def predict_binned(self, cols: np.ndarray, X: Optional[np.ndarray] = None,
+                       task: Optional[np.ndarray] = None) -> np.ndarray:
         """Internal codes for feature-major bins: -1/+1 (``output = "sign"``; a zero score gives +1) or class indices."""
-        score = self.decision_function(cols, X, task)
+        score = self.decision_binned(cols, X, task)
         if self.output == "argmax":
             return index_of_scores(score)
         return np.where(score >= 0, 1, -1).astype(np.int8)
@@ -369,12 +370,75 @@ class Model:
             values = values.astype(lab.y_dtype(self.classes) if lab.stores_as_values(self.classes) else np.int64)
         return values[np.asarray(index, dtype=np.intp)]
 
-    def predict_raw(self, X: np.ndarray, task: Optional[np.ndarray] = None) -> np.ndarray:
-        """The user's labels for raw ``(n, d)`` feature values (binned with the model's edges); ``task``: a task model's row tasks."""
+    # -------------------------------------------------------------- raw rows (the user's API)
+    def _rows(self, X, domain=None) -> tuple:
+        """``(cols, raw, task)`` of raw rows ``X`` (n, d): binned with the model's edges, checked first."""
+        names = None
+        if hasattr(X, "columns") and hasattr(X, "dtypes"):  # a pandas DataFrame: its columns must be the model's
+            names = [str(c) for c in X.columns]
+            if self.feature_names is not None and names != list(self.feature_names):
+                missing = [c for c in self.feature_names if c not in names]
+                extra = [c for c in names if c not in self.feature_names]
+                if missing or extra:
+                    raise InputError(f"X: the columns differ from the model's features (missing: "
+                                     f"{', '.join(missing[:5]) or 'none'}; not the model's: {', '.join(extra[:5]) or 'none'})")
+                X = X[list(self.feature_names)]  # the same columns in another order: the model's order
+            X = X.to_numpy(dtype=np.float64, na_value=np.nan)
+        elif hasattr(X, "tocsr") and hasattr(X, "nnz"):
+            X = X.toarray()
         X = np.asarray(X)
+        if X.ndim == 1 and X.size == self.n_features:
+            X = X.reshape(1, -1)
+        if X.ndim != 2 or X.shape[1] != self.n_features:
+            raise InputError(f"X: expected rows of the model's {self.n_features} features, shape (n, "
+                             f"{self.n_features}), got shape {X.shape} (bins already made, feature-major: "
+                             "decision_binned / predict_binned)")
+        if X.dtype.kind not in "iufb":
+            try:
+                X = X.astype(np.float64)
+            except (TypeError, ValueError):
+                raise InputError("X: values must be numbers (NaN for missing)") from None
+        if X.dtype.kind == "f" and np.isinf(X).any():
+            r, j = np.argwhere(np.isinf(X))[0]
+            raise InputError(f"X row {r}, feature {j}: value {X[r, j]} is infinite (use NaN for missing values)")
+        task = None
+        if self.vote == "task":
+            if domain is None and len(self.domain_names or []) > 1:
+                raise InputError(f"this model has one ensemble per task ({len(self.domain_names)} tasks): pass "
+                                 "domain= (every row's task id)")
+            task = None if domain is None else np.asarray(domain).reshape(-1)
+            if task is not None and task.shape[0] != X.shape[0]:
+                raise InputError(f"domain: {task.shape[0]} task ids for {X.shape[0]} rows")
         cols = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
         self.bins.transform(X, out=cols.T)
-        return self.labels_of(self.predict_index(cols, X if self.needs_raw else None, task))
+        return cols, (np.asarray(X, dtype=np.float64) if self.needs_raw else None), task
+
+    def decision_function(self, X, domain=None) -> np.ndarray:
+        """Scores of raw rows ``X`` (n, d) (numpy, pandas with the model's columns in any order, scipy.sparse).
+
+        ``output = "sign"``: one score a row, shape (n,), class ``classes[1]`` where it is >= 0;
+        ``output = "argmax"``: one score per class, (n, K). ``domain``: the rows' task ids (multi-task models).
+        """
+        cols, raw, task = self._rows(X, domain)
+        return self.decision_binned(cols, raw, task)
+
+    def predict(self, X, domain=None) -> np.ndarray:
+        """The user's labels of raw rows ``X`` (n, d), binned with the model's edges (see :meth:`decision_function`)."""
+        cols, raw, task = self._rows(X, domain)
+        return self.labels_of(self.predict_index(cols, raw, task))
+
+    def predict_proba(self, X, domain=None) -> np.ndarray:
+        """Class probabilities (n, K) of raw rows, in the order of :attr:`classes`.
+
+        Only for a model with a link (``--loss logistic``, softmax): its scores are log-odds, so the
+        probabilities are calibrated as the loss fits them. AdaBoost-family votes have no link: a ValueError.
+        """
+        cols, raw, task = self._rows(X, domain)
+        return self.proba_of_scores(self.decision_binned(cols, raw, task))
+
+    def predict_raw(self, X: np.ndarray, task: Optional[np.ndarray] = None) -> np.ndarray:
+        """The user's labels for raw ``(n, d)`` feature values (:meth:`predict`, kept for older scripts)."""
+        return self.predict(X, task)
 
     def scorer(self, cols: np.ndarray, X: Optional[np.ndarray] = None, task: Optional[np.ndarray] = None) -> "Scorer":
         """A :class:`Scorer` of these rows that follows the model as stumps are added."""

@@ -142,7 +142,7 @@ def target_folds(shard, target: int, k: int, seed: int, comm) -> np.ndarray:
     ``n_before_c`` the target rows of the classes before c, so the folds differ
     in size by at most one row and every class is spread over them evenly.
     """
-    from .train import _class_index
+    from .driver.batch import _class_index
 
     is_t = shard.domain == target
     cls = _class_index(shard.y)
@@ -172,7 +172,7 @@ def own_bins(comm, shard, keep: np.ndarray, seed: int = 0):
     ``shard`` must hold its rows as the files do (``Shard.file_rows``: a
     transfer run refuses ``--valid-fraction``, so the driver's always do).
     """
-    from .train import _subset
+    from .driver.batch import _subset
 
     if not shard.file_rows:
         raise RuntimeError("own_bins needs the rows as the files hold them, not a subset")
@@ -218,7 +218,7 @@ def target_only(comm, inputs, target: int, seed: int):
     binned as they are."""
     import dataclasses
 
-    from .train import _Inputs
+    from .driver.batch import _Inputs
 
     part = own_bins(comm, inputs.shard, inputs.shard.domain == target, seed)
     valid = inputs.valid
@@ -234,7 +234,7 @@ def _row_outcomes(model, shard, rows: np.ndarray, cols: Optional[np.ndarray] = N
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     cols = np.ascontiguousarray(shard.cols[:, rows]) if cols is None else cols
     y = np.asarray(shard.y[rows], dtype=np.float64)
-    score = np.asarray(model.decision_function(cols), dtype=np.float64)
+    score = np.asarray(model.decision_binned(cols), dtype=np.float64)
     scale = float(np.abs(model.vote_coefficients()).sum()) or 1.0
     wrong = (np.where(score >= 0, 1.0, -1.0) != y).astype(np.int64)
     return wrong, y * score / scale
@@ -251,7 +251,7 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
     stronger one shows a related source's rule with fewer target rows.
     """
     from .protocol import Protocol
-    from .train import _Inputs, _run_once, _subset
+    from .driver.batch import _Inputs, _run_once, _subset
 
     shard = inputs.shard
     counts = np.asarray(shard.domain_counts if shard.domain_counts is not None else [], dtype=np.int64)
@@ -319,7 +319,7 @@ def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int,
     dict
         strategy -> (wrong, margin), arrays over this rank's rows (zeros off the target).
     """
-    from .train import _Inputs, _run_once, _subset
+    from .driver.batch import _Inputs, _run_once, _subset
 
     shard = inputs.shard
     out = {s: (np.zeros(shard.domain.size, dtype=np.int64), np.zeros(shard.domain.size)) for s in STRATEGIES}
@@ -422,7 +422,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
 
 def target_class_counts(comm, shard, target: int) -> np.ndarray:
     """Collective: the global count of each class among the target rows."""
-    from .train import _class_index
+    from .driver.batch import _class_index
 
     K = max(int(shard.n_classes), 2)
     local = np.bincount(_class_index(shard.y[shard.domain == target]), minlength=K).astype(np.int64)

@@ -113,7 +113,7 @@ def check_common(args: argparse.Namespace) -> None:
     """The common options' values (every rank alike: an agreed error, printed once)."""
     import math
 
-    from .train import MAX_ROUNDS
+    from .driver.batch import MAX_ROUNDS
 
     if args.rounds is None:
         raise CollectiveError(f"--rounds T is required for {args.algo}")
@@ -354,7 +354,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from .comm import world
     from .model import Model
     from .outputs import check_outputs
-    from .train import check_validation, checkpoint_record, make_algorithm, train
+    from .driver.batch import check_validation, checkpoint_record, make_algorithm, train
 
     if _is_online(args.algo):
         return _train_online(args)

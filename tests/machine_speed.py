@@ -21,7 +21,7 @@ import time
 REFERENCE_SECONDS = 0.4
 
 _WORK = """
-import mpiboost.train, mpiboost.comm, numpy
+import mpiboost.driver.batch, mpiboost.comm, numpy
 x = 0
 for i in range(2_000_000):
     x += i & 7

@@ -22,7 +22,7 @@ from mpiboost.boost.base import Param, describe
 from mpiboost.callbacks import Callback
 from mpiboost.data import format as fmt
 from mpiboost.errors import InputError
-from mpiboost.train import make_algorithm, train
+from mpiboost.driver.batch import make_algorithm, train
 
 ROUNDS = 8
 

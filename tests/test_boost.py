@@ -156,7 +156,7 @@ def test_smoothboost_is_the_brute_force_reference_and_stays_smooth(case, store):
         [stump for stump, _ in want]
     assert np.all(m.coef == 1.0) and m.vote == "majority"
     votes = [sum(ref.stump_value(X[i], *stump) for stump, _ in want) for i in range(n)]
-    np.testing.assert_array_equal(m.predict(np.ascontiguousarray(X.T)), np.where(np.array(votes) >= 0, 1, -1))
+    np.testing.assert_array_equal(m.predict_binned(np.ascontiguousarray(X.T)), np.where(np.array(votes) >= 0, 1, -1))
 
 
 def test_smoothboost_weighted_vote_removed_and_parameter_errors():
@@ -177,7 +177,7 @@ def test_sample_mode_learns_on_clean_data():
     y = np.where((X[:, 0] > 2).astype(int) + (X[:, 1] < 2) + (X[:, 2] > 3) >= 2, 1, -1).astype(np.int8)
     algo, hist = _run(AdaBoost, {"weak_learner": "sample", "n_samples": 500}, X, y, 30)
     assert "weak_error_sample" in hist[0][0].metrics
-    pred = algo.model.predict(np.ascontiguousarray(X.T))
+    pred = algo.model.predict_binned(np.ascontiguousarray(X.T))
     assert np.mean(pred != y) < 0.05  # an additive rule: stumps can express it
 
 

@@ -35,7 +35,7 @@ from mpiboost.comm import Comm, _mpi
 from mpiboost.data import format as fmt
 from mpiboost.data.synth import multiclass
 from mpiboost.model import Model
-from mpiboost.train import train
+from mpiboost.driver.batch import train
 
 ROUNDS = 6
 CRASH_AT = 5  # the interrupted run dies in this round; its checkpoint file holds round CHECKPOINT_EVERY * k < it

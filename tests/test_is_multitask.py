@@ -180,7 +180,7 @@ def test_validation_error_of_a_task_model_is_the_mean_over_tasks(tmp_path):
     from mpiboost.data.format import write_dataset
     from mpiboost.evaluate import evaluate
     from mpiboost.model import Model
-    from mpiboost.train import train
+    from mpiboost.driver.batch import train
 
     gen = synth.module("multitask")
     fit = gen.generate(300, seed=5, task_seed=5, dataset=1, paper_noise=True)
@@ -474,7 +474,7 @@ def test_the_defaults_beat_pooling_and_each_task_alone_on_many_small_imbalanced_
         if cols is None:
             cols = np.empty((Xte.shape[1], Xte.shape[0]), dtype=np.uint8)
             m.bins.transform(Xte, out=cols.T)
-        got[name] = auc(m.decision_function(cols, None, te.domain if m.vote == "task" else None))
+        got[name] = auc(m.decision_binned(cols, None, te.domain if m.vote == "task" else None))
     clf = lgb.LGBMClassifier(n_jobs=1, random_state=1, verbose=-1)
     clf.fit(np.column_stack([tr.X, tr.domain]), tr.y, categorical_feature=[tr.X.shape[1]])
     got["lightgbm"] = auc(clf.predict_proba(np.column_stack([Xte, te.domain]))[:, 1])

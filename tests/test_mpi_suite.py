@@ -32,6 +32,12 @@ def test_collective_modules(n):
     run_collective(n, COLLECTIVE_MODULES)
 
 
+def test_the_api_on_1_to_4_ranks():
+    """mpiboost.train with each rank's own rows: one run of 4 ranks covers communicators of 1, 2, 3 and 4
+    (tests/test_api.py; its one test that starts its own mpiexec skips inside the run)."""
+    run_collective(4, ["tests/test_api.py"], timeout=600, allowed_skips=1)
+
+
 def test_conformance_on_4_ranks():
     run_collective(4, CONFORMANCE, timeout=600)
 

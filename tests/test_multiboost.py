@@ -391,7 +391,7 @@ def test_multiboost_beats_adaboost_all_on_conflicting_domains():
         model = algo.finish()
         cols = np.empty((test.X.shape[1], test.X.shape[0]), dtype=np.uint8)
         model.bins.transform(test.X.astype(np.float64), out=cols.T)
-        pred = model.predict(cols, test.X.astype(np.float64) if model.needs_raw else None)
+        pred = model.predict_binned(cols, test.X.astype(np.float64) if model.needs_raw else None)
         errs = [np.mean(pred[test.domain == k] != test.y[test.domain == k]) for k in range(3)]
         results[name] = max(errs)
     assert results["multiboost"] < 0.05
@@ -430,7 +430,7 @@ def _agnostic_error(algo, X, y, domain, rounds):
     model = algo.finish()
     cols = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
     model.bins.transform(X, out=cols.T)
-    pred = model.predict(cols, X if model.needs_raw else None)
+    pred = model.predict_binned(cols, X if model.needs_raw else None)
     return max(float(np.mean(pred[domain == k] != y[domain == k])) for k in range(3))
 
 

@@ -169,7 +169,7 @@ def test_every_accepted_end_trains_or_is_refused_cleanly(data, name, param, valu
                     a = np.asarray(array)
                     assert a.dtype.kind not in "fc" or np.isfinite(a).all(), key
         return
-    from mpiboost.train import train
+    from mpiboost.driver.batch import train
 
     comm = Comm(_mpi().COMM_SELF)
     task = _task(cls)
@@ -186,5 +186,5 @@ def test_every_accepted_end_trains_or_is_refused_cleanly(data, name, param, valu
         X, domain = f["X"][()].astype(np.float64), f["domain"][()] if "domain" in f else None
     cols = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
     model.bins.transform(X, out=cols.T)
-    scores = model.decision_function(cols, X if model.needs_raw else None, domain if model.vote == "task" else None)
+    scores = model.decision_binned(cols, X if model.needs_raw else None, domain if model.vote == "task" else None)
     assert np.isfinite(scores).all()

@@ -97,9 +97,9 @@ def test_samme_matches_naive_reference(seed):
     for h, _ in hist:
         s = h.stump
         scores[np.arange(len(y)), _predict(X, s.feature, s.bin, s.left, s.right_value, s.missing_left)] += h.coef
-    np.testing.assert_allclose(algo.model.decision_function(shard.cols), scores, rtol=1e-12)
+    np.testing.assert_allclose(algo.model.decision_binned(shard.cols), scores, rtol=1e-12)
     highest = K - 1 - np.argmax(scores[:, ::-1], axis=1)  # argmax, ties to the highest class
-    assert np.array_equal(algo.model.predict(shard.cols), highest)
+    assert np.array_equal(algo.model.predict_binned(shard.cols), highest)
 
 
 @pytest.mark.parametrize("mode", ["histogram", "sample"])
@@ -122,8 +122,8 @@ def test_two_classes_is_adaboost(mode):
             assert b.left == (1 if a.left == 1 else 0)
         assert h2.coef == 2 * h1.coef
         assert w1.tobytes() == w2.tobytes()
-    labels_a = ada.model.predict(ada.data.cols)
-    labels_s = sam.model.predict(sam.data.cols)
+    labels_a = ada.model.predict_binned(ada.data.cols)
+    labels_s = sam.model.predict_binned(sam.data.cols)
     assert np.array_equal(labels_a == 1, labels_s == 1)
 
 
@@ -253,7 +253,7 @@ def test_gini_split_is_scikit_learns_samme():
     assert len(hist) == 30
     sk = AdaBoostClassifier(estimator=DecisionTreeClassifier(max_depth=1), n_estimators=30, learning_rate=1.0,
                             random_state=0).fit(X.astype(float), y)
-    ours = algo.model.predict(algo.data.cols)
+    ours = algo.model.predict_binned(algo.data.cols)
     assert np.array_equal(ours, sk.predict(X.astype(float)))
     # round by round: the same feature and threshold (bin b <-> x <= b + 0.5 here), the same coefficient
     for (h, _), tree, coef in zip(hist, sk.estimators_, sk.estimator_weights_):

@@ -10,7 +10,7 @@ from mpiboost.comm import world
 from mpiboost.data.format import write_dataset
 from mpiboost.data.synth import transfer as synth_transfer
 from mpiboost.evaluate import evaluate
-from mpiboost.train import train
+from mpiboost.driver.batch import train
 
 
 def _write(path, data):
@@ -104,7 +104,7 @@ def test_the_screen_is_each_source_alone_on_every_target_row(tmp_path):
     y = shard.y[target].astype(float)
     for k in (1, 2):
         alone = _fit(path, "adaboost", train_domain=k, weak_learner="tree").model
-        score = alone.decision_function(np.ascontiguousarray(shard.cols[:, target]))
+        score = alone.decision_binned(np.ascontiguousarray(shard.cols[:, target]))
         assert rec["screen"][str(k)]["errors"] == int(np.sum(np.where(score >= 0, 1, -1) != y))
         margin = y * score / np.abs(alone.vote_coefficients()).sum()
         assert rec["screen"][str(k)]["margin"] == pytest.approx(margin.mean(), rel=1e-12)

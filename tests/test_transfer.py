@@ -344,7 +344,7 @@ def test_vote_from_half_counts_the_later_rounds_only():
     m = algo.model
     assert m.first_voting_round() == 4
     manual = sum(c * s.predict(shard.cols) for (s, c), r in zip(m.stumps(), m.round) if r >= 4)
-    np.testing.assert_allclose(m.decision_function(shard.cols), manual, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(m.decision_binned(shard.cols), manual, rtol=1e-12, atol=1e-12)
     assert m.truncated(3).first_voting_round() == 2
 
 

@@ -111,7 +111,7 @@ def test_model_file_round_trip_and_lightgbm_export(files, case, tmp_path):
     X = fmt.read_arrays(test)["X"].astype(np.float64)
     cols = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
     model.bins.transform(X, out=cols.T)
-    ours = model.decision_function(cols)
+    ours = model.decision_binned(cols)
     # the first rounds' model predicts what its members add up to
     half = model.truncated(6)
     assert half.n_stumps == 6 * (1 if model.has_trees or model.output == "sign" else 1)
@@ -250,7 +250,7 @@ def test_transfer_and_multitask_take_trees(tmp_path):
         a = fmt.read_arrays(tmp_path / "mt-test.h5")
         cols = np.empty((a["X"].shape[1], a["X"].shape[0]), dtype=np.uint8)
         m.bins.transform(a["X"], out=cols.T)
-        score = m.decision_function(cols, task=a["domain"])
+        score = m.decision_binned(cols, task=a["domain"])
         assert np.mean(np.where(score >= 0, 1, -1) != a["y"]) < 0.4
 
 

@@ -21,7 +21,7 @@ from mpiboost.data import labels as lab
 from mpiboost.data.format import write_dataset
 from mpiboost.data.load import load
 from mpiboost.model import Model
-from mpiboost.train import valid_mask
+from mpiboost.driver.batch import valid_mask
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +226,7 @@ def test_auc_is_the_mann_whitney_statistic():
     """Against scikit-learn's roc_auc_score: random, heavily tied and skewed scores, one positive."""
     from sklearn.metrics import roc_auc_score
 
-    from mpiboost.train import auc
+    from mpiboost.driver.batch import auc
 
     rng = np.random.default_rng(0)
     for n, ties, rate in ((200, False, 0.5), (500, True, 0.05), (50, True, 0.5), (1000, False, 0.01)):
@@ -273,7 +273,7 @@ def test_valid_metric_auc_chooses_the_round_of_best_ranking(imbalanced, tmp_path
     # the kept model's validation AUC is the one recorded, and no recorded round ranks better
     cols = np.empty((v["X"].shape[1], v["X"].shape[0]), dtype=np.uint8)
     m.bins.transform(v["X"], out=cols.T)
-    kept = 1.0 - roc_auc_score(v["y"], m.decision_function(cols))
+    kept = 1.0 - roc_auc_score(v["y"], m.decision_binned(cols))
     assert info["best_error"] == pytest.approx(kept, abs=1e-12)
     assert info["best_error"] == min(info["curve"].values())
     # the error metric picks another round here (the majority class wins the error early)

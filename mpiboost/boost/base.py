@@ -86,7 +86,7 @@ class Param:
     grid
         Values tried when the parameter is given as ``"auto"``: the driver
         trains once per value and keeps the one of lowest validation error
-        (see :func:`mpiboost.train.train`); ``None``: no ``auto``. A
+        (see :func:`mpiboost.driver.batch.train`); ``None``: no ``auto``. A
         companion ``str`` parameter named ``<name>_grid`` (e.g. ``lam_grid``,
         ``--lambda-grid``), if declared, lets the user give other values,
         comma-separated (:meth:`Algorithm.grid_values`).

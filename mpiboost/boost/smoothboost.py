@@ -137,7 +137,7 @@ class SmoothBoost(Reweighting):
     def __init__(self, params=None) -> None:
         super().__init__(params)
         if self.params["epsilon"] == "auto":
-            raise ValueError("--epsilon auto is chosen by the training driver (mpiboost.train.train), "
+            raise ValueError("--epsilon auto is chosen by the training driver (mpiboost.driver.batch.train), "
                              "not by the algorithm")
         self.epsilon = float(self.params["epsilon"])
         if self.params["gamma"] is None:

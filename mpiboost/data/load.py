@@ -151,6 +151,13 @@ def iter_block(
         if lo >= hi:
             continue
         step = chunk_rows or _chunk_rows(info.d, info.x_dtype.itemsize)
+        if hasattr(info, "local"):  # a MemoryFile (data/memory.py): this rank's rows are in memory
+            for g in range(lo, hi, step):
+                gs = min(hi, g + step)
+                r0, r1 = int(g - off[fi]), int(gs - off[fi])
+                arrays = {name: info.rows(name, r0, r1) for name in what if name in info.local}
+                yield int(g), fi, r0, arrays
+            continue
         try:
             f = h5py.File(info.path, "r")
         except (OSError, RuntimeError, ValueError) as exc:
@@ -189,7 +196,8 @@ def _resolve_files(comm, paths: Sequence[str | os.PathLike]) -> list[FileInfo]:
         raise InputError("no data files given")
     infos: list[FileInfo] = []
     with comm.collective_guard():
-        infos = [inspect(p) for p in paths]
+        # a FileInfo given is in-memory rows (data/memory.py), its schema agreed by the ranks already
+        infos = [p if isinstance(p, FileInfo) else inspect(p) for p in paths]
         d0 = infos[0].d
         if d0 == 0:
             # Nothing to bin or split on (`info` still describes such a file).
@@ -361,6 +369,17 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
 
 def _plan(comm, paths, dedicated_coordinator, blocks=None):
     files = _resolve_files(comm, paths)
+    memory = [f for f in files if hasattr(f, "blocks")]
+    if memory:
+        # in-memory rows: each rank owns the rows it passed, and only those
+        if len(files) > 1:
+            raise CollectiveError("in-memory rows are one data set: they cannot be combined with files")
+        if blocks is not None and tuple(blocks) != tuple(memory[0].blocks):
+            raise CollectiveError(f"blocks {list(blocks)}: in-memory rows are held where they were passed "
+                                  f"({list(memory[0].blocks)})")
+        if dedicated_coordinator and memory[0].blocks[0] != 0:
+            raise CollectiveError("--dedicated-coordinator: rank 0 holds no rows, but rows were passed on rank 0")
+        blocks = memory[0].blocks
     if dedicated_coordinator and comm.size < 2:
         raise InputError("--dedicated-coordinator needs at least 2 ranks (rank 0 holds no rows)")
     layout = Layout(sum(f.n for f in files), comm.size, dedicated_coordinator,

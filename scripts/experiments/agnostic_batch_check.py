@@ -31,7 +31,7 @@ import samme_tables as S  # noqa: E402
 from mpiboost.boost.agnostic_batch import RELABEL  # noqa: E402
 from mpiboost.comm import Comm, _mpi  # noqa: E402
 from mpiboost.data.format import write_dataset  # noqa: E402
-from mpiboost.train import train  # noqa: E402
+from mpiboost.driver.batch import train  # noqa: E402
 
 NAMES = ["balance-scale", "car", "yeast"]
 

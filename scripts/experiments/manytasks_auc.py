@@ -38,7 +38,7 @@ def mean_task_auc(scores, y, task) -> float:
 
 def ours(train_path, X, task, algorithm, params, rounds, valid_fraction=None, valid_metric="error"):
     from mpiboost.comm import Comm, _mpi
-    from mpiboost.train import train
+    from mpiboost.driver.batch import train
 
     res = train(Comm(_mpi().COMM_SELF), [str(train_path)], algorithm=algorithm, rounds=rounds, params=params,
                 seed=1, threads=2, valid_fraction=valid_fraction, valid_metric=valid_metric,
@@ -46,7 +46,7 @@ def ours(train_path, X, task, algorithm, params, rounds, valid_fraction=None, va
     m = res.model
     cols = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
     m.bins.transform(X, out=cols.T)
-    return m.decision_function(cols, None, task if m.vote == "task" else None)
+    return m.decision_binned(cols, None, task if m.vote == "task" else None)
 
 
 def main(argv=None) -> int:

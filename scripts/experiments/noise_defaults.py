@@ -71,7 +71,7 @@ def name_of(s) -> str:
 
 def run_all(args, rec: C.Records) -> None:
     from mpiboost.comm import world
-    from mpiboost.train import train
+    from mpiboost.driver.batch import train
 
     comm = world()
     for name in args.datasets:

@@ -129,7 +129,7 @@ def run_method(args, comm, spec: str, target_file: Path, source_files: list, tes
         err = float(np.mean(np.where(m.predict(Xte) > 0, 1, -1) != np.where(yte > 0, 1, -1)))
         return {"error": err, "rounds_done": None, "empty": False, "seconds": time.perf_counter() - t0}
     from mpiboost.evaluate import evaluate
-    from mpiboost.train import train
+    from mpiboost.driver.batch import train
 
     if name in ("adaboost-target", "adaboost-pooled"):
         files = [target_file] if name == "adaboost-target" else [target_file, *source_files]

@@ -7,7 +7,7 @@ whose target error is >= 1/2 ends training, ``--high-error stop``) and, as a
 second variant, the four transfer methods with ``--high-error clip``.
 
 Everything runs in this one process through the Python API (a one-rank
-world, ``mpiboost.train.train`` and ``mpiboost.evaluate.evaluate``, the same
+world, ``mpiboost.driver.batch.train`` and ``mpiboost.evaluate.evaluate``, the same
 code ``mpiboost train`` / ``mpiboost evaluate`` call), one thread: starting
 ``mpiexec`` for each of the ~2,000 runs would cost more than the runs.
 Parameters are built exactly as ``mpiboost/cli.py`` ``cmd_train`` builds them
@@ -120,7 +120,7 @@ def params_for(method: str, variant: str) -> dict:
 
 def train_and_score(args, comm, Rounds, method: str, variant: str, train_files, test_files) -> dict:
     from mpiboost.evaluate import evaluate
-    from mpiboost.train import train
+    from mpiboost.driver.batch import train
 
     cb = Rounds()
     res = train(comm, [str(f) for f in train_files], algorithm=method, rounds=args.rounds,

@@ -17,15 +17,15 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import boost, source_trust, watchdog
-from ._ext import _openmp
-from .boost.base import Algorithm, Hypothesis
-from .callbacks import BestRound, Callback, RoundEnv, sorted_callbacks
-from .data import labels as lab
-from .data.load import Layout, Shard, load, load_raw
-from .errors import CollectiveError, InputError
-from .model import Model, Scorer
-from .protocol import Protocol
+from .. import boost, source_trust, watchdog
+from .._ext import _openmp
+from ..boost.base import Algorithm, Hypothesis
+from ..callbacks import BestRound, Callback, RoundEnv, sorted_callbacks
+from ..data import labels as lab
+from ..data.load import Layout, Shard, load, load_raw
+from ..errors import CollectiveError, InputError
+from ..model import Model, Scorer
+from ..protocol import Protocol
 
 
 MAX_ROUNDS = 10**6  # the model holds up to 2^24 stumps, several per round for the multi-source algorithms
@@ -362,9 +362,13 @@ def comparable_params(algo: Algorithm) -> dict:
 
 def run_record(comm, data: Sequence[str], seed: int) -> dict:
     """Collective: what a checkpoint of this run records (seed, fingerprint of the training files)."""
-    from .data.fingerprint import fingerprint
-    from .data.format import inspect
+    from ..data.fingerprint import fingerprint
+    from ..data.format import inspect
 
+    if any(hasattr(f, "local") for f in data):  # in-memory rows (mpiboost.train on arrays)
+        from ..data.memory import fingerprint_memory
+
+        return {"seed": int(seed), "data": [fingerprint_memory(comm, f) for f in data]}
     with comm.collective_guard():
         for path in data:
             inspect(path)  # the schema first: a bad file is reported as such, not as a fingerprint failure
@@ -385,7 +389,7 @@ def check_resume(ckpt: Model, algorithm: str, run: Optional[dict] = None) -> Non
     The parameters are compared by :func:`check_resume_params` once the
     algorithm has resolved them against the data (domain names to ids).
     """
-    from .data.fingerprint import differences
+    from ..data.fingerprint import differences
 
     if ckpt.algorithm != algorithm:
         raise CollectiveError(f"checkpoint was made by {ckpt.algorithm}, not {algorithm}")
@@ -606,7 +610,7 @@ def check_validation(algorithm: str, params: Optional[dict], *, valid: Optional[
     if (best_round or patience is not None) and not has_valid:
         flag = "--best-round" if best_round else "--early-stop"
         raise CollectiveError(f"{flag} chooses by validation error: give --valid FILE or --valid-fraction F")
-    from .boost.transfer import TransferBoosting
+    from ..boost.transfer import TransferBoosting
 
     if (best_round or patience is not None) and issubclass(boost.get(algorithm), TransferBoosting):
         # The per-round validation error scores the plain sum of the stored stumps; a transfer
@@ -689,7 +693,8 @@ def _validation_source(valid: Optional[Sequence[str]], valid_fraction: Optional[
     if valid_fraction:
         return {"fraction": float(valid_fraction), "rule": "stratified by (domain, class), systematic on the "
                 "global row order with a seeded offset", "n_valid": int(inputs.valid.n_global)}
-    return {"files": [os.path.basename(str(f)) for f in valid or ()], "n_valid": int(inputs.valid.n_global)}
+    return {"files": [os.path.basename(str(getattr(f, "path", f))) for f in valid or ()],  # in memory: "<arrays>"
+            "n_valid": int(inputs.valid.n_global)}
 
 
 def train(

@@ -1,0 +1,190 @@
+"""The Python API: train on in-memory rows, each rank its own, the model of the CLI on the concatenated rows.
+
+::
+
+    import mpiboost
+    model = mpiboost.train({"algo": "smoothboost", "rounds": 40, "seed": 2}, X, y)
+    model.predict(X_test)
+
+Under ``mpiexec -n N python script.py`` every rank passes its own rows (``X``, ``y``,
+``domain`` of that rank: any sizes, none on some ranks) and every rank gets the same
+model, byte for byte, as ``mpiboost train`` on a file holding the ranks' rows in rank
+order, on any number of ranks. ``comm`` is an mpi4py communicator (the job's world by
+default) or a :class:`mpiboost.comm.Comm`.
+
+``params`` are keyed by the ``train`` command's option names: ``"algo"`` (required),
+``"rounds"`` (required for the batch algorithms), ``"seed"``, ``"valid-fraction"``,
+``"valid-metric"``, ``"best-round"``, ``"early-stop"``, ``"threads"``,
+``"dedicated-coordinator"`` and each algorithm's own options (``docs/algorithms.md``),
+with or without the leading ``--`` and with ``-`` or ``_`` alike (``"weak-learner"``,
+``"--weak-learner"`` and ``"weak_learner"`` are the same key). Values are Python values
+(``40``, ``0.1``, ``True``, ``"auto"``); they are checked against the algorithm's
+declarations before any work.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from .errors import CollectiveError
+
+# The train command's options that are not an algorithm's parameters (the run's own).
+RUN_OPTIONS = ("algo", "rounds", "seed", "valid_fraction", "valid_metric", "best_round", "early_stop", "threads",
+               "dedicated_coordinator")
+# Options of the command line that make no sense on arrays, with what to use instead.
+NOT_HERE = {"data": "pass X, y (and domain)", "target": "pass the target's rows as domain 0",
+            "source": "pass the sources' rows as domains 1, 2, ...", "valid": "use the valid= argument",
+            "model": "call model.save(path)", "metrics": "pass a callbacks.MetricsLog in callbacks=",
+            "checkpoint": "pass a callbacks.Checkpoint in callbacks=", "resume": "use the resume= argument",
+            "quiet": "the API shows no progress unless a callbacks.ProgressBar is passed"}
+
+
+def _key(k: str) -> str:
+    return str(k).lstrip("-").replace("-", "_")
+
+
+def split_params(params: dict) -> tuple[str, dict, dict]:
+    """``(algorithm, run options, algorithm parameters)`` of an API ``params`` dict (see the module docstring).
+
+    Raises
+    ------
+    CollectiveError
+        For a missing ``algo``, an unknown algorithm or option (naming the algorithms that have it), or one key
+        given twice under two spellings.
+    """
+    from . import boost
+
+    if not isinstance(params, dict):
+        raise CollectiveError(f"params must be a dict of option names to values, got {type(params).__name__}")
+    seen: dict = {}
+    for k, v in params.items():
+        key = _key(k)
+        if key in seen:
+            raise CollectiveError(f"params: {k!r} and {seen[key][0]!r} are the same option")
+        seen[key] = (k, v)
+    opts = {key: v for key, (_, v) in seen.items()}
+    algo = opts.pop("algo", None)
+    if algo is None:
+        raise CollectiveError("params: 'algo' is required (e.g. {'algo': 'smoothboost', 'rounds': 100}); "
+                              f"algorithms: {', '.join(sorted(boost.ALGORITHMS))}")
+    try:
+        cls = boost.get(algo)
+    except (KeyError, ValueError):
+        from .online import ONLINE
+
+        if algo in ONLINE:
+            raise CollectiveError(f"params: algo {algo!r} is an online booster: train it from files with "
+                                  "`mpiboost train` (not yet from arrays)") from None
+        raise CollectiveError(f"params: unknown algo {algo!r}; algorithms: {', '.join(sorted(boost.ALGORITHMS))}") \
+            from None
+    run = {k: opts.pop(k) for k in RUN_OPTIONS if k in opts}
+    by_option = {}
+    for p in cls.parameters:
+        if p.cli:
+            by_option[_key(p.flag)] = p.name
+            by_option.setdefault(p.name, p.name)
+    out = {}
+    for key, v in opts.items():
+        if key in NOT_HERE:
+            raise CollectiveError(f"params: {seen[key][0]!r} is a command-line option; here, {NOT_HERE[key]}")
+        if key not in by_option:
+            owners = sorted(name for name, c in boost.ALGORITHMS.items()
+                            if any(p.cli and key in (_key(p.flag), p.name) for p in c.parameters))
+            hint = f" (an option of {', '.join(owners)})" if owners else ""
+            raise CollectiveError(f"params: {seen[key][0]!r} is not an option of {algo}{hint}")
+        out[by_option[key]] = v
+    return algo, run, out
+
+
+def _comm(comm):
+    from .comm import Comm, world
+
+    if comm is None:
+        return world()
+    if isinstance(comm, Comm):
+        return comm
+    if hasattr(comm, "Get_rank") and hasattr(comm, "Allreduce"):  # an mpi4py communicator
+        return Comm(comm)
+    raise CollectiveError(f"comm must be an mpi4py communicator or a mpiboost.comm.Comm, got {type(comm).__name__}")
+
+
+def train(
+    params: dict,
+    X: Any,
+    y: Any,
+    domain: Any = None,
+    *,
+    valid: Optional[Sequence] = None,
+    feature_names: Optional[Sequence[str]] = None,
+    domain_names: Optional[Sequence[str]] = None,
+    comm: Any = None,
+    callbacks: Sequence = (),
+    resume=None,
+):
+    """Collective: train the algorithm of ``params`` on this rank's rows; the model, the same on every rank.
+
+    Parameters
+    ----------
+    params : dict
+        Options keyed by the ``train`` command's names (module docstring), e.g.
+        ``{"algo": "samme", "rounds": 200, "weak-learner": "tree"}``.
+    X : array-like of shape (n_local, d)
+        This rank's rows: numpy, a pandas DataFrame (numeric columns, whose names become the feature names) or
+        scipy.sparse. NaN is a missing value. A rank may pass no rows.
+    y : array-like of shape (n_local,)
+        This rank's labels: numbers or strings (the classes are the union over the ranks, in canonical order).
+    domain : array-like of shape (n_local,), optional
+        Domain (MultiBoost), source (transfer: 0 is the target) or task (multi-task) ids, integers from 0.
+    valid : tuple, optional
+        ``(X_valid, y_valid)`` or ``(X_valid, y_valid, domain_valid)``: this rank's validation rows, binned with
+        the training edges (``"valid-fraction"`` holds out training rows instead).
+    feature_names, domain_names : sequence of str, optional
+        Names recorded in the model (a DataFrame's columns name the features by default).
+    comm : mpi4py communicator or mpiboost.comm.Comm, optional
+        The ranks that train together (default: the whole job; one process without ``mpiexec``).
+    callbacks : sequence of mpiboost.callbacks.Callback
+        Called every round (progress, metrics, checkpoints, early stopping).
+    resume : mpiboost.model.Model, optional
+        A checkpoint of the same run to continue.
+
+    Returns
+    -------
+    mpiboost.model.Model
+        The model; ``model.summary_`` holds the run's summary (rounds, timings, bytes sent), which is not saved.
+
+    Raises
+    ------
+    mpiboost.errors.CollectiveError
+        On every rank alike, naming the option, argument, rank or row, before any training.
+    """
+    from .data.memory import memory_file
+    from .driver import batch
+
+    comm = _comm(comm)
+    algo, run, algo_params = split_params(params)
+    if run.get("rounds") is None:
+        raise CollectiveError(f"params: 'rounds' is required for {algo}")
+    rounds = run["rounds"]
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= batch.MAX_ROUNDS:
+        raise CollectiveError(f"params: 'rounds' must be an integer in 1..{batch.MAX_ROUNDS:,}, got {rounds!r}")
+    batch.make_algorithm(algo, algo_params, rounds)  # every option checked before a row is touched
+    data = memory_file(comm, X, y, domain, feature_names=feature_names, domain_names=domain_names)
+    vfiles = None
+    if valid is not None:
+        if not isinstance(valid, (tuple, list)) or len(valid) not in (2, 3):
+            raise CollectiveError("valid must be (X_valid, y_valid) or (X_valid, y_valid, domain_valid)")
+        Xv, yv, dv = (tuple(valid) + (None,))[:3]
+        vfiles = [memory_file(comm, Xv, yv, dv, feature_names=data.feature_names, domain_names=domain_names,
+                              what="valid")]
+    result = batch.train(
+        comm, [data], algorithm=algo, rounds=rounds, params=algo_params, seed=int(run.get("seed", 0)),
+        valid=vfiles, callbacks=tuple(callbacks), dedicated_coordinator=bool(run.get("dedicated_coordinator", False)),
+        threads=run.get("threads") or None, resume=resume, valid_fraction=run.get("valid_fraction"),
+        best_round=bool(run.get("best_round", False)), early_stop=run.get("early_stop"),
+        valid_metric=run.get("valid_metric", "error"),
+    )
+    model = result.model
+    model.summary_ = result.summary
+    return model
+
+
+__all__ = ["RUN_OPTIONS", "split_params", "train"]
