@@ -23,6 +23,7 @@ declarations before any work.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any, Optional, Sequence
 
 from .errors import CollectiveError
@@ -164,8 +165,9 @@ def train(
     if run.get("rounds") is None:
         raise CollectiveError(f"params: 'rounds' is required for {algo}")
     rounds = run["rounds"]
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= batch.MAX_ROUNDS:
+    if isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or not 1 <= rounds <= batch.MAX_ROUNDS:
         raise CollectiveError(f"params: 'rounds' must be an integer in 1..{batch.MAX_ROUNDS:,}, got {rounds!r}")
+    rounds = int(rounds)  # a numpy integer too
     batch.make_algorithm(algo, algo_params, rounds)  # every option checked before a row is touched
     data = memory_file(comm, X, y, domain, feature_names=feature_names, domain_names=domain_names)
     vfiles = None

@@ -137,6 +137,10 @@ def test_params_take_the_command_line_names():
         split_params({"algo": "adaboost", "weak-learner": "tree", "weak_learner": "stump"})
     with pytest.raises(CollectiveError, match="'algo' is required"):
         split_params({"rounds": 5})
+    model = mpiboost.train({"algo": "adaboost", "rounds": np.int64(3)}, *_data("binary")[:2], comm=Comm(_mpi().COMM_SELF))
+    assert model.n_rounds == 3  # a numpy integer is a number of rounds
+    with pytest.raises(CollectiveError, match="'rounds' must be an integer"):
+        mpiboost.train({"algo": "adaboost", "rounds": 2.5}, *_data("binary")[:2], comm=Comm(_mpi().COMM_SELF))
     with pytest.raises(CollectiveError, match="command-line option; here, call model.save"):
         split_params({"algo": "adaboost", "model": "m.h5"})
 
