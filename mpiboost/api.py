@@ -67,19 +67,18 @@ def split_params(params: dict) -> tuple[str, dict, dict]:
     if algo is None:
         raise CollectiveError("params: 'algo' is required (e.g. {'algo': 'smoothboost', 'rounds': 100}); "
                               f"algorithms: {', '.join(sorted(boost.ALGORITHMS))}")
-    try:
-        cls = boost.get(algo)
-    except (KeyError, ValueError):
-        from .online import ONLINE
+    from .online import ONLINE
+    from .online.options import STREAM_PARAMS
 
-        if algo in ONLINE:
-            raise CollectiveError(f"params: algo {algo!r} is an online booster: train it from files with "
-                                  "`mpiboost train` (not yet from arrays)") from None
-        raise CollectiveError(f"params: unknown algo {algo!r}; algorithms: {', '.join(sorted(boost.ALGORITHMS))}") \
-            from None
+    online = algo in ONLINE
+    try:
+        cls = ONLINE[algo] if online else boost.get(algo)
+    except (KeyError, ValueError):
+        known = sorted(boost.ALGORITHMS) + sorted(ONLINE)
+        raise CollectiveError(f"params: unknown algo {algo!r}; algorithms: {', '.join(known)}") from None
     run = {k: opts.pop(k) for k in RUN_OPTIONS if k in opts}
     by_option = {}
-    for p in cls.parameters:
+    for p in tuple(cls.parameters) + (STREAM_PARAMS if online else ()):
         if p.cli:
             by_option[_key(p.flag)] = p.name
             by_option.setdefault(p.name, p.name)
@@ -88,8 +87,10 @@ def split_params(params: dict) -> tuple[str, dict, dict]:
         if key in NOT_HERE:
             raise CollectiveError(f"params: {seen[key][0]!r} is a command-line option; here, {NOT_HERE[key]}")
         if key not in by_option:
-            owners = sorted(name for name, c in boost.ALGORITHMS.items()
+            owners = sorted(name for name, c in {**boost.ALGORITHMS, **ONLINE}.items()
                             if any(p.cli and key in (_key(p.flag), p.name) for p in c.parameters))
+            if not online and any(key in (_key(p.flag), p.name) for p in STREAM_PARAMS):
+                owners.append("the online boosters")
             hint = f" (an option of {', '.join(owners)})" if owners else ""
             raise CollectiveError(f"params: {seen[key][0]!r} is not an option of {algo}{hint}")
         out[by_option[key]] = v
@@ -162,12 +163,23 @@ def train(
 
     comm = _comm(comm)
     algo, run, algo_params = split_params(params)
+    from .online import ONLINE
+
+    if algo in ONLINE:
+        return _train_online(comm, algo, run, algo_params, X, y, feature_names=feature_names, valid=valid,
+                             callbacks=callbacks, resume=resume, domain=domain)
     if run.get("rounds") is None:
         raise CollectiveError(f"params: 'rounds' is required for {algo}")
     rounds = run["rounds"]
     if isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or not 1 <= rounds <= batch.MAX_ROUNDS:
         raise CollectiveError(f"params: 'rounds' must be an integer in 1..{batch.MAX_ROUNDS:,}, got {rounds!r}")
     rounds = int(rounds)  # a numpy integer too
+    from . import boost
+
+    cls = boost.get(algo)
+    if cls.has("target_domain") and algo_params.get("target_domain") is None \
+            and "target" not in list(domain_names or []):
+        algo_params["target_domain"] = "0"  # the target's rows are domain 0 (sources 1, 2, ...)
     batch.make_algorithm(algo, algo_params, rounds)  # every option checked before a row is touched
     data = memory_file(comm, X, y, domain, feature_names=feature_names, domain_names=domain_names)
     vfiles = None
@@ -189,4 +201,49 @@ def train(
     return model
 
 
-__all__ = ["RUN_OPTIONS", "split_params", "train"]
+def stream_rows(comm, X, y, feature_names=None):
+    """Collective: every rank's rows, checked, joined in rank order on every rank (an online booster's stream).
+
+    Returns a :class:`mpiboost.data.memory.MemoryFile` holding all the rows on this rank.
+    """
+    import numpy as np
+
+    from .comm import Comm, _mpi
+    from .data import labels as lab
+    from .data.memory import memory_file
+
+    mine = memory_file(comm, X, y, None, feature_names=feature_names)
+    if comm.size == 1:
+        return mine
+    values = lab.as_array(mine.classes or [0])[mine.local["y"]] if mine.local["y"].size else np.zeros(0)
+    parts = comm.allgather((mine.local["X"], values))
+    Xa = np.concatenate([p[0] for p in parts if p[0].shape[0]], axis=0)
+    ya = np.concatenate([p[1] for p in parts if p[1].shape[0]])
+    return memory_file(Comm(_mpi().COMM_SELF), Xa, ya, None, feature_names=mine.feature_names)
+
+
+def _train_online(comm, algo, run, params, X, y, *, feature_names, valid, callbacks, resume, domain):
+    """An online booster's prequential pass over the ranks' rows in rank order (the ``train`` command's run)."""
+    from .driver import online as online_driver
+    from .online.options import STREAM_PARAMS
+
+    refused = [(k, run[k]) for k in RUN_OPTIONS if k not in ("algo", "seed", "threads") and run.get(k) is not None
+               and run[k] is not False]
+    refused += [(name, v) for name, v in (("valid", valid), ("resume", resume), ("domain", domain))
+                if v is not None] + ([("callbacks", callbacks)] if callbacks else [])
+    if refused:
+        raise CollectiveError(f"params: {refused[0][0]!r} is not an option of {algo}: an online booster makes one "
+                              "prequential pass over the rows (every example predicted, then learnt)")
+    names = {p.name for p in STREAM_PARAMS}
+    opts = online_driver.stream_options({k: v for k, v in params.items() if k in names})
+    seed = run.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**63:
+        raise CollectiveError(f"params: 'seed' must be an integer in 0..2**63-1, got {seed!r}")
+    data = stream_rows(comm, X, y, feature_names)
+    model, summary, _ = online_driver.stream(comm, algo, {k: v for k, v in params.items() if k not in names},
+                                             [data], opts, int(seed))
+    model.summary_ = summary
+    return model
+
+
+__all__ = ["RUN_OPTIONS", "split_params", "stream_rows", "train"]

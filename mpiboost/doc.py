@@ -90,18 +90,21 @@ stream; `acc_all`; `exp_test`: the mean probability of the true class;
 
 def _online_markdown() -> list:
     from .online import ONLINE
-    from .train_cli import parser_for
-
     if not ONLINE:
         return []
     out = ["", ONLINE_HEADER, "", "| algorithm | tasks | what it is |", "|---|---|---|"]
     out += [f"| `{name}` | {', '.join(cls.tasks)} | {cls.summary} |" for name, cls in ONLINE.items()]
-    parser = parser_for(next(iter(ONLINE)))
-    group = next(g for g in parser._action_groups if g.title.startswith("stream options"))
-    out += ["", "## Stream options (every online algorithm)", "", "| option | default | what it does |",
-            "|---|---|---|"]
-    for action in group._group_actions:
-        out.append(f"| `{action.option_strings[0]}` | {_cell(action.default)} | {action.help} |")
+    from .online.options import STREAM_PARAMS
+
+    out += ["", "## Stream options (every online algorithm)", "", "| option | type | default | allowed | what it does |",
+            "|---|---|---|---|---|"]
+    for p in STREAM_PARAMS:
+        allowed = p.range_text()
+        if p.when is not None:
+            allowed = (allowed + "; " if allowed else "") + f"only with `--{p.when[0].replace('_', '-')} {p.when[1]}`"
+        out.append(f"| `{p.flag}` | {p.type.__name__} | {_cell(p.default)} | {allowed} | {p.help} |")
+    out.append("| `--predictions` | path | | | write every example's prequential predictions: position, row (in "
+               "the files), label, randomised prediction, argmax (command line only) |")
     for name, cls in ONLINE.items():
         out += ["", f"## `{name}`", "", cls.summary + ".", "",
                 "| option | type | default | allowed | what it does |", "|---|---|---|---|---|"]

@@ -36,7 +36,7 @@ def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedic
     if getattr(model, "kind", None) == "online":  # raw features, no bins
         shard = load_raw(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen,
                          dedicated_coordinator=dedicated)
-        return shard, model.decision_function(None, shard.X)
+        return shard, model.distribution(shard.X)
     shard = load(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen, bins=model.bins,
                  dedicated_coordinator=dedicated, keep_raw=model.needs_raw)
     if getattr(model, "vote", None) == "task":  # one ensemble per task: each row scored by its own task's

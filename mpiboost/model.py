@@ -190,6 +190,24 @@ class Model:
                 out.append((int(r), [entry]))
         return out
 
+    def feature_importances(self, kind: str = "split") -> np.ndarray:
+        """How much each feature is used, shape (d,): ``split`` counts its splits (stumps and tree nodes);
+        ``gain`` sums the loss reductions of its tree splits as grown (zeros for stumps and for trees read
+        back from a file, which keeps no gains). Not normalised; members of every round count, voting or not.
+        """
+        if kind not in ("split", "gain"):
+            raise ValueError(f"kind must be split or gain, not {kind!r}")
+        out = np.zeros(self.n_features, dtype=np.float64)
+        stump = (self.tree < 0) & (self.feature >= 0)
+        if kind == "split":
+            np.add.at(out, self.feature[stump], 1.0)
+        used = {int(i) for i in self.tree if i >= 0}
+        for i in sorted(used):
+            tr = self.trees[i]
+            inner = tr.feature >= 0
+            np.add.at(out, tr.feature[inner], 1.0 if kind == "split" else tr.gain[inner])
+        return out
+
     def thresholds(self) -> np.ndarray:
         """Real-valued threshold of each stump (``x <= threshold`` goes left)."""
         return np.array(
@@ -373,34 +391,10 @@ class Model:
     # -------------------------------------------------------------- raw rows (the user's API)
     def _rows(self, X, domain=None) -> tuple:
         """``(cols, raw, task)`` of raw rows ``X`` (n, d): binned with the model's edges, checked first."""
-        names = None
-        if hasattr(X, "columns") and hasattr(X, "dtypes"):  # a pandas DataFrame: its columns must be the model's
-            names = [str(c) for c in X.columns]
-            if self.feature_names is not None and names != list(self.feature_names):
-                missing = [c for c in self.feature_names if c not in names]
-                extra = [c for c in names if c not in self.feature_names]
-                if missing or extra:
-                    raise InputError(f"X: the columns differ from the model's features (missing: "
-                                     f"{', '.join(missing[:5]) or 'none'}; not the model's: {', '.join(extra[:5]) or 'none'})")
-                X = X[list(self.feature_names)]  # the same columns in another order: the model's order
-            X = X.to_numpy(dtype=np.float64, na_value=np.nan)
-        elif hasattr(X, "tocsr") and hasattr(X, "nnz"):
-            X = X.toarray()
-        X = np.asarray(X)
-        if X.ndim == 1 and X.size == self.n_features:
-            X = X.reshape(1, -1)
-        if X.ndim != 2 or X.shape[1] != self.n_features:
-            raise InputError(f"X: expected rows of the model's {self.n_features} features, shape (n, "
-                             f"{self.n_features}), got shape {X.shape} (bins already made, feature-major: "
-                             "decision_binned / predict_binned)")
-        if X.dtype.kind not in "iufb":
-            try:
-                X = X.astype(np.float64)
-            except (TypeError, ValueError):
-                raise InputError("X: values must be numbers (NaN for missing)") from None
-        if X.dtype.kind == "f" and np.isinf(X).any():
-            r, j = np.argwhere(np.isinf(X))[0]
-            raise InputError(f"X row {r}, feature {j}: value {X[r, j]} is infinite (use NaN for missing values)")
+        from .data.rows import raw_rows
+
+        X = raw_rows(X, self.n_features, self.feature_names,
+                     " (bins already made, feature-major: decision_binned / predict_binned)")
         task = None
         if self.vote == "task":
             if domain is None and len(self.domain_names or []) > 1:

@@ -204,45 +204,16 @@ def parser_for(algo: Optional[str]) -> argparse.ArgumentParser:
 
 
 def _add_stream_options(p: argparse.ArgumentParser) -> None:
-    """The options of every online algorithm: how the stream is read and cut."""
+    """The options of every online algorithm (:data:`mpiboost.online.options.STREAM_PARAMS`), and --predictions."""
+    from .online.options import STREAM_PARAMS
+
     g = p.add_argument_group("stream options (the online algorithms)",
                              "one prequential pass: every example is predicted, then learnt")
-    g.add_argument("--block-size", type=int, default=1, metavar="B",
-                   help="examples predicted by learners frozen at the block's start, then learnt: 1 is the "
-                   "sequential algorithm; a larger B needs one exchange per B examples on several ranks; for a "
-                   "given B the run is the same on any number of ranks (default 1)")
-    g.add_argument("--shuffle", type=int, default=None, metavar="SEED",
-                   help="stream the rows in the order numpy.random.default_rng(SEED).permutation(n) instead of "
-                   "the files' order")
-    g.add_argument("--nominal", default="auto", metavar="auto|none|J,J,...",
-                   help="nominal features (value counts, Laplace-smoothed; the others Gaussian): auto = the "
-                   "features whose values are all integer codes 0..15, none, or 0-based feature indices "
-                   "(default auto)")
-    g.add_argument("--weak-learner", choices=("auto", "nba", "mnb", "hoeffding"), default="auto",
-                   help="auto: mnb when every value is an integer >= 0, some exceed 15 and a quarter or more are 0 "
-                   "(sparse counts: words, dark-background pixels), else nba; nba: naive-Bayes-adaptive leaves (naive Bayes with Gaussian numerics "
-                   "or the majority class, whichever has been right more often); mnb: multinomial naive-Bayes "
-                   "leaves (every feature a count, Laplace-smoothed; or the majority class, likewise); hoeffding: "
-                   "depth-1 Hoeffding trees with an nba leaf at the root (the paper's code's learner; splits need "
-                   "thousands of rows) (default auto)")
-    g.add_argument("--var-prior", type=float, default=None, metavar="A",
-                   help="each class's Gaussian variance is shrunk toward the learner's pooled variance of the "
-                   "feature with the weight of A examples; 0: the class's own variance plus a tiny floor, as "
-                   "river's leaves (default 1)")
-    g.add_argument("--grace-period", type=float, default=None, metavar="W",
-                   help="hoeffding: weight learnt between split tries (default 200)")
-    g.add_argument("--split-delta", type=float, default=None, metavar="D",
-                   help="hoeffding: the Hoeffding bound's confidence delta (default 1e-7)")
-    g.add_argument("--split-tau", type=float, default=None, metavar="T",
-                   help="hoeffding: split anyway once the bound is below T (default 0.05)")
-    g.add_argument("--split-children", choices=("majority", "nba"), default=None,
-                   help="hoeffding: a split's leaves predict their majority class (river at depth 1) or are "
-                   "naive-Bayes-adaptive leaves (default majority)")
+    for param in STREAM_PARAMS:
+        add_param(g, param)
     g.add_argument("--predictions", metavar="P.csv",
                    help="write every example's prequential predictions: position, row (in the files), label, "
                    "randomised prediction, argmax (the data's own labels)")
-    g.add_argument("--test-fraction", type=float, default=0.2, metavar="F",
-                   help="acc_test is the accuracy of the predictions on the last F of the stream (default 0.2)")
 
 
 def _owners(option: str) -> list:
@@ -454,7 +425,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _train_online(args: argparse.Namespace) -> int:
     from . import watchdog
     from .comm import world
-    from .online import train as online_train
+    from .driver import online as online_train
 
     online_train.check_options(args)
     if args.dedicated_coordinator:

@@ -212,3 +212,55 @@ def test_predict_on_a_dataframe_follows_the_models_column_names():
 
     with pytest.raises(InputError, match="missing: f4; not the model's: g"):
         model.predict(frame.rename(columns={"f4": "g"}))
+
+
+SPMD_CASES = [("multiclass", "samme", {"rounds": 6, "weak_learner": "tree", "max_leaves": 4}),
+              ("domains", "msdtra", {"rounds": 5, "source_folds": 2, "domain_column": 5})]
+
+
+@pytest.mark.parametrize("kind,algo,kw", SPMD_CASES, ids=[c[1] for c in SPMD_CASES])
+def test_scikit_learn_estimators_spmd_each_rank_its_rows(kind, algo, kw, tmp_path):
+    """mpiboost.sklearn under mpiexec: fit(X_local, y_local) on every rank, the model of the concatenated file."""
+    from mpiboost.sklearn import estimator
+
+    X, y, domain = _data(kind)
+    params = {"algo": algo, **{k: v for k, v in kw.items() if k != "domain_column"}}
+    if algo == "msdtra":
+        params["target-domain"] = 0
+    reference = _file_model(str(tmp_path), f"spmd-{algo}", kind, params).to_json()
+    Xd = X if domain is None else np.column_stack([X, domain]).astype(np.float32)
+    for comm in comms_of_every_size():
+        for cut in splits(len(y), comm.size):
+            a, b = cut[comm.rank]
+            est = estimator(algo, comm=comm, **kw).fit(Xd[a:b], y[a:b])
+            assert est.model_.to_json() == reference, (comm.size, cut)
+            if b > a:  # prediction is local
+                np.testing.assert_array_equal(est.predict(Xd[a:b]), est.model_.predict(X[a:b]))
+
+
+def test_an_online_booster_on_each_ranks_rows_makes_the_files_pass(tmp_path):
+    """mpiboost.train of an online booster: the stream is every rank's rows in rank order, as in the file."""
+    from mpiboost.driver import online as online_driver
+    from mpiboost.sklearn import OnlineOCORClassifier
+
+    X, y, _ = _data("multiclass")
+    path = str(tmp_path / "stream.h5")
+    classes, codes = np.unique(y, return_inverse=True)
+    write_dataset(path, X, codes, None, classes=list(classes))
+    opts = online_driver.stream_options({"block_size": 4})
+    reference = online_driver.stream(Comm(_mpi().COMM_SELF), "online-ocor", {"n_learners": 12}, [path], opts, 3)[0]
+    batched = OnlineOCORClassifier(seed=3, n_learners=12, test_fraction=0.0, comm=Comm(_mpi().COMM_SELF)).fit(X, y)
+    for comm in comms_of_every_size():
+        for cut in splits(len(y), comm.size):
+            a, b = cut[comm.rank]
+            model = mpiboost.train({"algo": "online-ocor", "seed": 3, "block-size": 4, "n-learners": 12},
+                                   X[a:b], y[a:b], comm=comm)
+            assert model.to_json() == reference.to_json(), (comm.size, cut)
+        # partial_fit, batch by batch, each rank its share of every batch: the one pass over all rows
+        est = OnlineOCORClassifier(seed=3, n_learners=12, comm=comm)
+        for start in range(0, len(y), 50):
+            stop = min(len(y), start + 50)
+            a = start + (stop - start) * comm.rank // comm.size
+            b = start + (stop - start) * (comm.rank + 1) // comm.size
+            est.partial_fit(X[a:b], y[a:b], classes=["cat", "dog", "emu"])
+        assert est.model_.to_json() == batched.model_.to_json(), comm.size

@@ -95,9 +95,24 @@ class OnlineModel:
             out[i] = booster.distribution(labels, i)
         return out
 
-    def decision_function(self, cols, X: Optional[np.ndarray] = None) -> np.ndarray:
-        """:meth:`distribution` of the raw rows ``X`` (the binned ``cols`` are not used)."""
-        return self.distribution(X)
+    def _raw(self, X) -> np.ndarray:
+        """Raw rows (n, d) as float64, checked as :meth:`mpiboost.model.Model.predict` checks them (InputError)."""
+        from ..data.rows import raw_rows
+
+        return np.asarray(raw_rows(X, self.n_features, self.feature_names), dtype=np.float64)
+
+    def decision_function(self, X, domain=None) -> np.ndarray:
+        """The booster's distribution D over the classes (n, k) for raw rows ``X`` (``domain`` is not used)."""
+        return self.distribution(self._raw(X))
+
+    def predict_proba(self, X, domain=None) -> np.ndarray:
+        """D (n, k): the probabilities of the booster's randomised prediction (the learners' vote, not a
+        calibrated posterior)."""
+        return self.distribution(self._raw(X))
+
+    def predict(self, X, domain=None) -> np.ndarray:
+        """The user's labels of raw rows ``X``: the argmax of D (the lowest of equal classes)."""
+        return self.labels_of(self.index_of(self.decision_function(X)))
 
     def index_of(self, D: np.ndarray) -> np.ndarray:
         """The predicted class of every row of D: its argmax, the lowest of equal classes."""

@@ -81,7 +81,7 @@ def scan(paths: Sequence[str | os.PathLike], nominal="auto", chunk_rows: int = S
     InputError
         Naming the file, row and feature of the first bad value.
     """
-    files: list[FileInfo] = [inspect(p) for p in paths]
+    files: list[FileInfo] = [p if isinstance(p, FileInfo) else inspect(p) for p in paths]  # paths or in-memory rows
     if not files:
         raise InputError("no data files given")
     d = files[0].d
@@ -188,6 +188,10 @@ def _read(info: StreamInfo, t0: int, t1: int, order: Optional[np.ndarray]):
             continue
         local = rows[here] - off[fi]
         sort = np.argsort(local, kind="stable")
+        if hasattr(f, "local"):  # in-memory rows (data/memory.py), every row on this rank
+            X[here[sort]] = f.local["X"][local[sort]]
+            y[here[sort]] = lab.lookup(f.local["y"][local[sort]], f.classes, info.classes)
+            continue
         with h5py.File(f.path, "r") as h:
             try:
                 Xs = h["X"][local[sort]]
