@@ -67,15 +67,14 @@ def split_params(params: dict) -> tuple[str, dict, dict]:
     if algo is None:
         raise CollectiveError("params: 'algo' is required (e.g. {'algo': 'smoothboost', 'rounds': 100}); "
                               f"algorithms: {', '.join(sorted(boost.ALGORITHMS))}")
-    from .online import ONLINE
+    from . import registry
     from .online.options import STREAM_PARAMS
 
-    online = algo in ONLINE
-    try:
-        cls = ONLINE[algo] if online else boost.get(algo)
-    except (KeyError, ValueError):
-        known = sorted(boost.ALGORITHMS) + sorted(ONLINE)
-        raise CollectiveError(f"params: unknown algo {algo!r}; algorithms: {', '.join(known)}") from None
+    every = registry.algorithms()
+    if not isinstance(algo, str) or algo not in every:
+        raise CollectiveError(f"params: unknown algo {algo!r}; algorithms: {', '.join(sorted(every))}")
+    cls = every[algo]
+    online = cls.kind == "online"
     run = {k: opts.pop(k) for k in RUN_OPTIONS if k in opts}
     by_option = {}
     for p in tuple(cls.parameters) + (STREAM_PARAMS if online else ()):
@@ -87,7 +86,7 @@ def split_params(params: dict) -> tuple[str, dict, dict]:
         if key in NOT_HERE:
             raise CollectiveError(f"params: {seen[key][0]!r} is a command-line option; here, {NOT_HERE[key]}")
         if key not in by_option:
-            owners = sorted(name for name, c in {**boost.ALGORITHMS, **ONLINE}.items()
+            owners = sorted(name for name, c in every.items()
                             if any(p.cli and key in (_key(p.flag), p.name) for p in c.parameters))
             if not online and any(key in (_key(p.flag), p.name) for p in STREAM_PARAMS):
                 owners.append("the online boosters")
@@ -163,9 +162,9 @@ def train(
 
     comm = _comm(comm)
     algo, run, algo_params = split_params(params)
-    from .online import ONLINE
+    from .registry import is_online
 
-    if algo in ONLINE:
+    if is_online(algo):
         return _train_online(comm, algo, run, algo_params, X, y, feature_names=feature_names, valid=valid,
                              callbacks=callbacks, resume=resume, domain=domain)
     if run.get("rounds") is None:
@@ -177,21 +176,34 @@ def train(
     from . import boost
 
     cls = boost.get(algo)
-    if cls.has("target_domain") and algo_params.get("target_domain") is None \
+    if cls.needs_target and algo_params.get("target_domain") is None \
             and "target" not in list(domain_names or []):
         algo_params["target_domain"] = "0"  # the target's rows are domain 0 (sources 1, 2, ...)
     batch.make_algorithm(algo, algo_params, rounds)  # every option checked before a row is touched
+    from .data import frames
+
+    X, categories = frames.encode(comm, X)  # a DataFrame's categorical columns as codes, agreed over the ranks
     data = memory_file(comm, X, y, domain, feature_names=feature_names, domain_names=domain_names)
     vfiles = None
     if valid is not None:
         if not isinstance(valid, (tuple, list)) or len(valid) not in (2, 3):
             raise CollectiveError("valid must be (X_valid, y_valid) or (X_valid, y_valid, domain_valid)")
         Xv, yv, dv = (tuple(valid) + (None,))[:3]
-        vfiles = [memory_file(comm, Xv, yv, dv, feature_names=data.feature_names, domain_names=domain_names,
-                              what="valid")]
+        vfiles = [memory_file(comm, frames.apply(Xv, categories), yv, dv, feature_names=data.feature_names,
+                              domain_names=domain_names, what="valid")]
+    model = _run_batch(comm, algo, rounds, run, algo_params, [data], vfiles, callbacks, resume)
+    if categories:
+        model.info["categories"] = categories  # saved with the model: predict maps a DataFrame's values by name
+    return model
+
+
+def _run_batch(comm, algo: str, rounds: int, run: dict, algo_params: dict, data: list, valid, callbacks, resume):
+    """The batch driver on checked options: the model, its run's summary in ``model.summary_``."""
+    from .driver import batch
+
     result = batch.train(
-        comm, [data], algorithm=algo, rounds=rounds, params=algo_params, seed=int(run.get("seed", 0)),
-        valid=vfiles, callbacks=tuple(callbacks), dedicated_coordinator=bool(run.get("dedicated_coordinator", False)),
+        comm, data, algorithm=algo, rounds=rounds, params=algo_params, seed=int(run.get("seed", 0)),
+        valid=valid, callbacks=tuple(callbacks), dedicated_coordinator=bool(run.get("dedicated_coordinator", False)),
         threads=run.get("threads") or None, resume=resume, valid_fraction=run.get("valid_fraction"),
         best_round=bool(run.get("best_round", False)), early_stop=run.get("early_stop"),
         valid_metric=run.get("valid_metric", "error"),
@@ -199,6 +211,23 @@ def train(
     model = result.model
     model.summary_ = result.summary
     return model
+
+
+def train_files(params: dict, data: Sequence[str], *, valid: Optional[Sequence[str]] = None, comm: Any = None,
+                callbacks: Sequence = (), resume=None):
+    """Collective: :func:`train` on HDF5 data files (every rank reads its block of their rows): the CLI's ``train``.
+
+    ``params`` as for :func:`train` (run options and the algorithm's own, checked by the caller or here);
+    ``data``: the training files in order (a transfer run: the target's file first, as domain 0); ``valid``:
+    validation files. Returns the model, with the run's summary in ``model.summary_``.
+    """
+    comm = _comm(comm)
+    algo, run, algo_params = split_params(params)
+    rounds = run.get("rounds")
+    if rounds is None:
+        raise CollectiveError(f"params: 'rounds' is required for {algo}")
+    return _run_batch(comm, algo, int(rounds), run, algo_params, list(data), list(valid) if valid else None,
+                      callbacks, resume)
 
 
 def stream_rows(comm, X, y, feature_names=None):
@@ -246,4 +275,4 @@ def _train_online(comm, algo, run, params, X, y, *, feature_names, valid, callba
     return model
 
 
-__all__ = ["RUN_OPTIONS", "split_params", "stream_rows", "train"]
+__all__ = ["RUN_OPTIONS", "split_params", "stream_rows", "train", "train_files"]

@@ -3,13 +3,12 @@
 The loop in :mod:`mpiboost.driver.batch` knows nothing of logging or files; it calls
 every callback at three points with a :class:`RoundEnv`:
 
-``on_train_begin(env)``  after loading, before round 1 (``env.t`` = rounds already done);
-                         return True if training must not go on (a resumed run already stopped);
-``on_round_end(env)``    after each round; return True to stop training;
-``on_train_end(env)``    once, after the last round;
-``on_search(what, done, total, is_center)``
-                         after each training of a search before the rounds (the k-fold choice of
-                         ``--source-trust cv``): ``done`` of ``total`` trainings.
+- ``on_train_begin(env)``: after loading, before round 1 (``env.t`` = rounds already done);
+  return True if training must not go on (a resumed run already stopped);
+- ``on_round_end(env)``: after each round; return True to stop training;
+- ``on_train_end(env)``: once, after the last round;
+- ``on_search(what, done, total, is_center)``: after each training of a search before the rounds
+  (the k-fold choice of ``--source-trust cv``): ``done`` of ``total`` trainings.
 
 Callbacks run on every rank; those that write (files, the terminal) act on the
 center only (``env.is_center``). A callback that stops training must decide

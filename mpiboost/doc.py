@@ -61,7 +61,13 @@ def algorithms_markdown() -> str:
             row.append("" if p is None else _cell(p.default))
         out.append(f"| `{flag}` | " + " | ".join(row) + " |")
     for name, cls in ALGORITHMS.items():
-        out += ["", f"## `{name}`", "", cls.summary + ".", "", f"Tasks: {', '.join(cls.tasks)}.", "",
+        caps = [c for c, on in (("needs a target and sources", cls.needs_target),
+                                ("no --best-round / --early-stop: the final vote depends on every round",
+                                 not cls.curve_scores_model),
+                                ("a model of no vote is a failed run", cls.empty_model_fails)) if on]
+        out += ["", f"## `{name}`", "", cls.summary + ".", "", f"From: {cls.paper}.", "",
+                f"Tasks: {', '.join(cls.tasks)}; vote: {cls.vote}" + (f"; {'; '.join(caps)}" if caps else "") + ".",
+                "", "Options marked *beyond* are mpiboost's own, beyond the paper.", "",
                 "| option | type | default | allowed | what it does |", "|---|---|---|---|---|"]
         for p in cls.parameters:
             if not p.cli:
@@ -71,7 +77,8 @@ def algorithms_markdown() -> str:
             if p.when is not None:
                 other = cls.declared(p.when[0])
                 allowed = (allowed + "; " if allowed else "") + f"only with `{other.flag} {p.when[1]}`"
-            out.append(f"| `{p.flag}` | {kind} | {_cell(p.default)} | {allowed} | {p.help} |")
+            beyond = " *(beyond)*" if p.origin == "beyond" else ""
+            out.append(f"| `{p.flag}`{beyond} | {kind} | {_cell(p.default)} | {allowed} | {p.help} |")
     return "\n".join(out + _online_markdown()) + "\n"
 
 
@@ -102,11 +109,12 @@ def _online_markdown() -> list:
         allowed = p.range_text()
         if p.when is not None:
             allowed = (allowed + "; " if allowed else "") + f"only with `--{p.when[0].replace('_', '-')} {p.when[1]}`"
-        out.append(f"| `{p.flag}` | {p.type.__name__} | {_cell(p.default)} | {allowed} | {p.help} |")
+        beyond = " *(beyond)*" if p.origin == "beyond" else ""
+        out.append(f"| `{p.flag}`{beyond} | {p.type.__name__} | {_cell(p.default)} | {allowed} | {p.help} |")
     out.append("| `--predictions` | path | | | write every example's prequential predictions: position, row (in "
                "the files), label, randomised prediction, argmax (command line only) |")
     for name, cls in ONLINE.items():
-        out += ["", f"## `{name}`", "", cls.summary + ".", "",
+        out += ["", f"## `{name}`", "", cls.summary + ".", "", f"From: {cls.paper}.", "",
                 "| option | type | default | allowed | what it does |", "|---|---|---|---|---|"]
         for p in cls.parameters:
             out.append(f"| `{p.flag}` | {p.type.__name__} | {_cell(p.default)} | {p.range_text()} | {p.help} |")

@@ -39,7 +39,7 @@ def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedic
         return shard, model.distribution(shard.X)
     shard = load(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen, bins=model.bins,
                  dedicated_coordinator=dedicated, keep_raw=model.needs_raw)
-    if getattr(model, "vote", None) == "task":  # one ensemble per task: each row scored by its own task's
+    if getattr(model, "takes_task", False):  # one ensemble per task: each row scored by its own task's
         return shard, model.decision_binned(shard.cols, shard.X, shard.domain)
     return shard, model.decision_binned(shard.cols, shard.X)
 

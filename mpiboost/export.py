@@ -92,7 +92,7 @@ def _tree_parts(tree, bins, coef: float, k: int):
 
 def to_lightgbm(model) -> str:
     """The model as LightGBM's text model format (``lightgbm.Booster(model_file=...)`` reads it)."""
-    if model.domain_classifier is not None or model.vote == "task":
+    if model.domain_classifier is not None or model.takes_task:
         raise InputError(f"a {model.algorithm} model weighs its members per row ({model.vote} vote): LightGBM's "
                          "format has no such ensembles; export it as JSON")
     d = model.n_features

@@ -92,6 +92,11 @@ class Model:
             self.tree = np.full(self.feature.shape[0], -1, dtype=np.int32)
 
     @property
+    def takes_task(self) -> bool:
+        """One ensemble per task (``vote = "task"``): scoring a row needs its task id."""
+        return self.vote == "task"
+
+    @property
     def has_trees(self) -> bool:
         return bool(self.trees)
 
@@ -190,6 +195,19 @@ class Model:
                 out.append((int(r), [entry]))
         return out
 
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Split counts per feature, normalised to sum 1 (zeros if no split): LightGBM's ``split`` importance."""
+        imp = self.feature_importances("split")
+        total = imp.sum()
+        return imp / total if total > 0 else imp
+
+    @property
+    def feature_names_in_(self) -> np.ndarray:
+        """The features' names (``x0``, ``x1``, ... where the data named none), as scikit-learn has them."""
+        names = self.feature_names or [f"x{j}" for j in range(self.n_features)]
+        return np.asarray(names, dtype=object)
+
     def feature_importances(self, kind: str = "split") -> np.ndarray:
         """How much each feature is used, shape (d,): ``split`` counts its splits (stumps and tree nodes);
         ``gain`` sums the loss reductions of its tree splits as grown (zeros for stumps and for trees read
@@ -241,14 +259,14 @@ class Model:
         from ._ext import _predict
 
         cols = np.ascontiguousarray(cols, dtype=np.uint8)
-        if self.trees and self.vote == "task":
+        if self.trees and self.takes_task:
             return self._task_tree_scores(cols, task)
         if self.trees and self.domain_classifier is not None:
             return self._q_tree_scores(cols, X)
         if self.trees:
             out = self.tree_scores(cols, 0, self.n_stumps, self.vote_coefficients())
             return out if self.output == "argmax" else out[:, 0]
-        if self.vote == "task":
+        if self.takes_task:
             return self._task_scores(cols, task)
         if self.output == "argmax":
             from ._ext import _multiclass
@@ -391,12 +409,13 @@ class Model:
     # -------------------------------------------------------------- raw rows (the user's API)
     def _rows(self, X, domain=None) -> tuple:
         """``(cols, raw, task)`` of raw rows ``X`` (n, d): binned with the model's edges, checked first."""
+        from .data import frames
         from .data.rows import raw_rows
 
-        X = raw_rows(X, self.n_features, self.feature_names,
+        X = raw_rows(frames.apply(X, self.info.get("categories")), self.n_features, self.feature_names,
                      " (bins already made, feature-major: decision_binned / predict_binned)")
         task = None
-        if self.vote == "task":
+        if self.takes_task:
             if domain is None and len(self.domain_names or []) > 1:
                 raise InputError(f"this model has one ensemble per task ({len(self.domain_names)} tasks): pass "
                                  "domain= (every row's task id)")
@@ -952,7 +971,7 @@ class Scorer:
         self.model, self.cols = model, np.ascontiguousarray(cols, dtype=np.uint8)
         n = self.cols.shape[1]
         self.Q = None
-        if model.vote == "task":
+        if model.takes_task:
             if task is None:
                 if len(model.domain_names or []) > 1:
                     raise ValueError("this model has one ensemble per task: pass every row's task")

@@ -75,3 +75,34 @@ def check_outputs(outputs: Sequence[tuple[str, Optional[str]]], inputs: Iterable
             if os.path.realpath(in_path) == real or (st and ist and os.path.samestat(st, ist)):
                 raise InputError(f"{opt} {path} is the input {in_opt} {in_path}: writing it would destroy the input")
         clean_stale(path)
+
+
+def save_model(model, path: str) -> Optional[str]:
+    """Save ``model`` to ``path``; on a failed write keep it elsewhere: the error message (None: saved).
+
+    The trained model is never lost to a full disk or a vanished directory at
+    the end of a run: it goes to the first of the temporary directory, the
+    working directory and the home directory that takes it.
+    """
+    import tempfile
+
+    from .atomic import why as reason
+
+    try:
+        model.save(path)
+        return None
+    except (OSError, RuntimeError) as exc:
+        why = reason(exc)
+    name = f"mpiboost-rescued-{os.getpid()}-{os.path.basename(path) or 'model.h5'}"
+    for where in (tempfile.gettempdir, os.getcwd, lambda: os.path.expanduser("~")):
+        try:
+            folder = where()
+        except OSError:  # a working directory that vanished with its mount
+            continue
+        rescue = os.path.join(folder, name)
+        try:
+            model.save(rescue)
+        except (OSError, RuntimeError):
+            continue
+        return f"could not write --model {path} ({why}); the trained model was saved to {rescue}"
+    return f"could not write --model {path} ({why}), nor a copy in the temporary, working or home directory"

@@ -199,6 +199,9 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         comm = self._comm()
+        from .data import frames
+
+        X, self.categories_ = frames.encode(comm, X)  # a DataFrame's categorical columns: codes, agreed
 
         def check():
             Xc, yc = _validate(self, X, True, y, min_samples=1 if comm.size == 1 else 0)
@@ -218,12 +221,14 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
 
         Xc, yc, dom, names = self._agreed(comm, check)
         params = self._params()
-        if self._algorithm().has("target_domain"):  # a transfer algorithm (not AdaBoost-on-one-domain)
+        if self._algorithm().needs_target:  # a transfer algorithm (not AdaBoost trained on one domain)
             params = self._without_sources(comm, params, dom)
         try:
             model = api.train(params, Xc, yc, dom, feature_names=names, comm=comm)
         except InputError as exc:  # agreed on every rank (the API's errors are collective)
             raise ValueError(str(exc)) from exc
+        if self.categories_:
+            model.info["categories"] = self.categories_  # the saved model maps a DataFrame's values by name too
         self.model_ = model
         self.classes_ = model.labels_of(np.arange(len(model.classes)))
         self.summary_ = getattr(model, "summary_", None)
@@ -249,7 +254,9 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     def _rows(self, X, domain):
         check_is_fitted(self, "model_")
-        Xc = _validate(self, X, False)
+        from .data import frames
+
+        Xc = _validate(self, frames.apply(X, getattr(self, "categories_", None)), False)
         names = list(getattr(self, "feature_names_in_", [])) or None
         Xc, dom, _ = self._split_domain(_numeric(Xc), domain, names)
         return Xc, dom
@@ -540,14 +547,9 @@ def _make(cls, online: bool = False) -> type:
 
 
 def _registry() -> dict:
-    from .online import ONLINE
+    from .registry import algorithms
 
-    out = {}
-    for cls in boost.ALGORITHMS.values():
-        out[cls.name] = _make(cls)
-    for cls in ONLINE.values():
-        out[cls.name] = _make(cls, online=True)
-    return out
+    return {name: _make(cls, online=cls.kind == "online") for name, cls in algorithms().items()}
 
 
 ESTIMATORS = _registry()

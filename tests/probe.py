@@ -144,7 +144,7 @@ def _install() -> None:
     from mpiboost import watchdog
     from mpiboost.data import convert, fingerprint, format as fmt, load, synth
 
-    for sub in ("mpiboost.cli", "mpiboost.train_cli", "mpiboost.evaluate", "mpiboost.driver.online"):
+    for sub in ("mpiboost.cli", "mpiboost.cli.train", "mpiboost.evaluate", "mpiboost.driver.online"):
         importlib.import_module(sub)
     for info in pkgutil.iter_modules(convert.__path__, convert.__name__ + "."):
         importlib.import_module(info.name)

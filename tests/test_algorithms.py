@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from collective import comms_of_every_size, shared_tmpdir, world, write_task_files
-from mpiboost import boost, train_cli
+from mpiboost import boost
+from mpiboost.cli import train as train_cli
 from mpiboost.boost.base import Param, describe
 from mpiboost.callbacks import Callback
 from mpiboost.data import format as fmt

@@ -264,3 +264,31 @@ def test_an_online_booster_on_each_ranks_rows_makes_the_files_pass(tmp_path):
             b = start + (stop - start) * (comm.rank + 1) // comm.size
             est.partial_fit(X[a:b], y[a:b], classes=["cat", "dog", "emu"])
         assert est.model_.to_json() == batched.model_.to_json(), comm.size
+
+
+def test_categorical_columns_become_agreed_codes_that_the_model_keeps(tmp_path):
+    """category and text columns: codes of the categories of every rank's rows, kept in the model, applied by name."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(5)
+    n = 240
+    frame = pd.DataFrame({"x": rng.normal(size=n), "city": rng.choice(["Lima", "Oslo", "Pune"], n),
+                          "plan": pd.Categorical(rng.choice(["basic", "pro"], n))})
+    frame.loc[[3, 7], "city"] = None  # missing
+    y = np.where((frame.city == "Oslo") | ((frame.plan == "pro") & (frame.x > 0)), 1, -1)
+    params = {"algo": "adaboost", "rounds": 12, "weak-learner": "tree", "max-leaves": 4, "min-data-in-leaf": 5}
+    reference = mpiboost.train(params, frame, y, comm=Comm(_mpi().COMM_SELF))
+    assert reference.info["categories"] == {"city": ["Lima", "Oslo", "Pune"], "plan": ["basic", "pro"]}
+    for comm in comms_of_every_size():
+        # rows sorted by city: each rank sees some of the cities only, the codes must still agree
+        order = np.argsort(frame.city.fillna("").to_numpy(), kind="stable")
+        a, b = comm.rank * n // comm.size, (comm.rank + 1) * n // comm.size
+        rows = np.sort(order[a:b])
+        model = mpiboost.train(params, frame.iloc[rows], y[rows], comm=comm)
+        assert model.info["categories"] == reference.info["categories"]
+    path = str(tmp_path / "cat.h5")
+    reference.save(path)
+    loaded = mpiboost.load(path)
+    shuffled = frame[["plan", "x", "city"]].copy()
+    shuffled.loc[0, "city"] = "Quito"  # never seen: a missing value
+    np.testing.assert_array_equal(loaded.predict(shuffled)[1:], reference.predict(frame)[1:])
+    assert (reference.predict(frame) == y).mean() > 0.9

@@ -250,7 +250,7 @@ def stream_file():
 
 def _online_fit(comm, name, argv, path, n_learners) -> str:
     """The model's JSON after one pass on ``comm`` (written by its rank 0 to a file of its own)."""
-    from mpiboost import train_cli
+    from mpiboost.cli import train as train_cli
     from mpiboost.driver import online as online_train
     from mpiboost.online.model import load_any
 

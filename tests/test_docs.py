@@ -57,3 +57,31 @@ def test_nothing_points_outside_the_project():
             continue
         hits += outside_references(name, path.read_text(encoding="utf-8", errors="replace"))
     assert not hits, "\n".join(hits)
+
+
+MACHINE_PATH = re.compile(r"(?<![\w.~])/(tmp|work|root|home|Users)/")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _pages() -> list:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def test_docs_name_no_folder_of_one_machine():
+    """Commands in the docs use relative work folders (runs/...), never where one machine kept its files."""
+    hits = [f"{p.relative_to(ROOT)}:{i}: {line.strip()}" for p in _pages()
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if MACHINE_PATH.search(line)]
+    assert not hits, "\n".join(hits)
+    assert MACHINE_PATH.search("--workdir /tmp/x") and not MACHINE_PATH.search("--workdir runs/x")
+
+
+def test_docs_links_lead_to_files_that_exist():
+    broken = []
+    for p in _pages():
+        for target in LINK.findall(p.read_text(encoding="utf-8")):
+            if "://" in target or target.startswith(("#", "mailto:")):
+                continue
+            path = target.split("#", 1)[0]
+            if path and not (p.parent / path).exists():
+                broken.append(f"{p.relative_to(ROOT)}: {target}")
+    assert not broken, "\n".join(broken)

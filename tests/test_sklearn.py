@@ -106,6 +106,8 @@ def test_feature_importances_and_names_from_a_dataframe():
     assert list(est.feature_names_in_) == ["a", "b", "c", "d"] and est.model_.feature_names == ["a", "b", "c", "d"]
     imp = est.feature_importances_
     assert imp.shape == (4,) and np.isclose(imp.sum(), 1) and imp[:2].sum() > imp[2:].sum()  # y depends on a, b
+    np.testing.assert_array_equal(est.model_.feature_importances_, imp)  # the model has them too
+    assert list(est.model_.feature_names_in_) == ["a", "b", "c", "d"]
     counts = est.model_.feature_importances("split")
     assert counts.sum() == est.model_.n_stumps  # one split per stump
     tree = AdaBoostClassifier(rounds=5, weak_learner="tree", max_leaves=4).fit(X, y)

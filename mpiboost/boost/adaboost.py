@@ -23,6 +23,7 @@ ERROR_CLIP = 1e-12
 
 class AdaBoost(Reweighting):
     name = "adaboost"
+    paper = "Freund & Schapire 1997; distributed as in Balcan, Blum, Fine & Mansour 2012"
     summary = "AdaBoost: the SmoothBoost paper's baseline; with domains AdaBoost-all or, one domain, AdaBoost-k"
     tasks = ("binary", "multi-domain", "transfer")
     vote = "weighted"
@@ -33,7 +34,7 @@ class AdaBoost(Reweighting):
         Param("loss", str, "exponential",
               "exponential: AdaBoost's reweighting, leaves -1/+1 with a coefficient per round; logistic: "
               "gradient boosting of the log-loss, Newton leaves, calibrated probabilities (predict --proba)",
-              choices=("exponential", "logistic")),
+              choices=("exponential", "logistic"), origin="beyond"),
         Param("learning_rate", float, 0.1, LEARNING_RATE.help, low=0.0, high=1.0, low_open=True,
               when=("loss", "logistic")),
         *ROW_WEIGHTS,

@@ -135,6 +135,7 @@ def ogd_step(P: np.ndarray, predicted: np.ndarray, y: np.ndarray, gamma: float, 
 
 class AgnosticBatch(Algorithm):
     name = "agnostic-batch"
+    paper = "the batch form of Raman & Tewari 2022 (online agnostic multiclass boosting), beyond the paper"
     summary = ("statistical agnostic multiclass boosting: class stumps fitted to the rows relabelled by per-row OGD "
                "distributions, unweighted vote")
     tasks = ("binary", "multiclass")

@@ -48,139 +48,11 @@ from typing import Any, ClassVar, Mapping, Optional, Sequence
 import numpy as np
 
 from ..model import Model
+from ..param import Param, _num  # noqa: F401  (declared here before; algorithms import it from .base)
 from ..weak.stump import Stump
 
 TASKS = ("binary", "multiclass", "multi-domain", "transfer")
 LABELS = ("signed", "index")
-_TYPES = (bool, int, float, str, list)
-
-
-@dataclass(frozen=True)
-class Param:
-    """One declared parameter of an algorithm.
-
-    Parameters
-    ----------
-    name
-        Key in the algorithm's parameter dict (and in the model file).
-    type
-        ``bool`` (a flag), ``int``, ``float``, ``str`` or ``list`` (of file
-        names).
-    default
-        Value when not given; ``None`` means "derived" (``help`` says from what).
-    help
-        One line for ``--help`` and the docs.
-    choices
-        Allowed values, if a fixed set.
-    low, high, low_open, high_open
-        Allowed range of a number (``None``: unbounded); ``*_open`` excludes the end.
-    option
-        The ``train`` option; default ``--`` + name with ``-`` for ``_``.
-        ``None`` with ``cli=False``: not a command-line option (set by the
-        driver, e.g. the number of rounds).
-    when
-        ``(other, value)``: the parameter only applies when parameter
-        ``other`` has ``value`` (giving it otherwise is an error).
-    metavar
-        Placeholder in ``--help``.
-    grid
-        Values tried when the parameter is given as ``"auto"``: the driver
-        trains once per value and keeps the one of lowest validation error
-        (see :func:`mpiboost.driver.batch.train`); ``None``: no ``auto``. A
-        companion ``str`` parameter named ``<name>_grid`` (e.g. ``lam_grid``,
-        ``--lambda-grid``), if declared, lets the user give other values,
-        comma-separated (:meth:`Algorithm.grid_values`).
-    rank_dependent
-        Set, the model depends on how the rows are spread over the ranks
-        when this parameter is given (e.g. a start with the same mass per
-        rank, as a paper has it): the one exception to "the same model on
-        any number of ranks", declared so the docs and the tests know it.
-    """
-
-    name: str
-    type: type
-    default: Any
-    help: str
-    choices: Optional[tuple] = None
-    low: Optional[float] = None
-    high: Optional[float] = None
-    low_open: bool = False
-    high_open: bool = False
-    option: Optional[str] = None
-    cli: bool = True
-    when: Optional[tuple] = None
-    metavar: Optional[str] = None
-    grid: Optional[tuple] = None
-    rank_dependent: bool = False
-
-    def __post_init__(self) -> None:
-        if self.type not in _TYPES:
-            raise TypeError(f"parameter {self.name}: type must be one of {_TYPES}")
-
-    @property
-    def flag(self) -> str:
-        """The command-line option."""
-        return self.option or "--" + self.name.replace("_", "-")
-
-    def range_text(self) -> str:
-        """The allowed values, in words (for errors and docs)."""
-        if self.choices is not None:
-            return "one of " + ", ".join(str(c) for c in self.choices)
-        if self.low is None and self.high is None:
-            return ""
-        lo = "(" if self.low_open else "["
-        hi = ")" if self.high_open else "]"
-        if self.high is None:
-            return f"> {_num(self.low)}" if self.low_open else f">= {_num(self.low)}"
-        if self.low is None:
-            return f"< {_num(self.high)}" if self.high_open else f"<= {_num(self.high)}"
-        return f"in {lo}{_num(self.low)}, {_num(self.high)}{hi}"
-
-    def check(self, value: Any, algorithm: str) -> Any:
-        """``value`` converted to the declared type and checked; ValueError naming the option and algorithm."""
-        if value is None:
-            return None
-        if self.grid and isinstance(value, str) and value == "auto":
-            return "auto"
-        where = f"{self.flag} {value!r}" if self.cli else f"parameter {self.name}={value!r}"
-        try:
-            if self.type is bool:
-                if not isinstance(value, (bool, np.bool_)) and value not in (0, 1):
-                    raise ValueError
-                v = bool(value)
-            elif self.type is int:
-                if isinstance(value, (bool, np.bool_)) or (isinstance(value, float) and not value.is_integer()):
-                    raise ValueError
-                v = int(value)
-            elif self.type is float:
-                if isinstance(value, (bool, np.bool_)):
-                    raise ValueError
-                v = float(value)
-            elif self.type is list:
-                v = [str(x) for x in ([value] if isinstance(value, str) else value)]
-            else:
-                v = str(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}: {algorithm} expects a{'n' if self.type is int else ''} "
-                             f"{self.type.__name__}") from None
-        if self.type is float and not math.isfinite(v):
-            raise ValueError(f"{where}: {algorithm} needs a finite number")
-        if self.choices is not None and v not in self.choices:
-            raise ValueError(f"{where}: {algorithm} needs {self.range_text()}")
-        if self.type in (int, float):
-            bad = (
-                (self.low is not None and (v < self.low or (self.low_open and v == self.low)))
-                or (self.high is not None and (v > self.high or (self.high_open and v == self.high)))
-            )
-            if bad:
-                raise ValueError(f"{where}: {algorithm} needs a value {self.range_text()}")
-        return v
-
-
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
-
-
 @dataclass
 class Hypothesis:
     """A round's stump, its vote coefficient, and what was learnt about it."""
@@ -207,11 +79,22 @@ class Algorithm(ABC):
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    kind: ClassVar[str] = "batch"  # the registry's family (mpiboost.registry): trained round by round
+    paper: ClassVar[str] = ""  # where the algorithm comes from (its parameters' origin "paper" means this one)
     tasks: ClassVar[tuple] = ("binary",)
     labels: ClassVar[str] = "signed"
     needs_raw: ClassVar[bool] = False
     multi_stump_rounds: ClassVar[bool] = False
     needs_rounds: ClassVar[bool] = False
+    # Capabilities the driver, the command line and the estimators read (never the algorithm's type or name):
+    # needs_target: the rows are a target domain and sources (domain 0 is the target unless --target-domain says
+    #   otherwise; the estimators fall back to AdaBoost on the target without a source);
+    # curve_scores_model: the per-round validation curve scores the model that is kept, so --best-round and
+    #   --early-stop may cut it (not so where the final vote depends on every round trained);
+    # empty_model_fails: a model of no round, or of zero votes only, is a failed run (nothing is saved).
+    needs_target: ClassVar[bool] = False
+    curve_scores_model: ClassVar[bool] = True
+    empty_model_fails: ClassVar[bool] = False
     # Parameters whose default depends on the number of rounds (SmoothBoost's gamma): filled in by
     # :meth:`defaults_for_rounds` when left unset; a resumed run takes the checkpoint's values instead.
     vote: ClassVar[str] = "weighted"
@@ -382,16 +265,21 @@ def describe(cls: type) -> dict:
     return {
         "name": cls.name,
         "summary": cls.summary,
+        "paper": cls.paper,
         "tasks": list(cls.tasks),
         "labels": cls.labels,
         "needs_raw": cls.needs_raw,
         "multi_stump_rounds": cls.multi_stump_rounds,
         "needs_rounds": cls.needs_rounds,
+        "needs_target": cls.needs_target,
+        "curve_scores_model": cls.curve_scores_model,
+        "empty_model_fails": cls.empty_model_fails,
+        "vote": cls.vote,
         "weak_learners": list(cls.weak_learners),
         "losses": list(cls.losses),
         "parameters": [
             {"name": p.name, "option": p.flag if p.cli else None, "type": p.type.__name__, "default": p.default,
-             "range": p.range_text(), "help": p.help}
+             "range": p.range_text(), "help": p.help, "origin": p.origin}
             for p in cls.parameters
         ],
     }
@@ -406,10 +294,15 @@ def check_declarations(classes: Sequence[type]) -> None:
         seen.add(cls.name)
         if not cls.summary:
             raise TypeError(f"{cls.name}: a one-line summary is required")
+        if not cls.paper:
+            raise TypeError(f"{cls.name}: the paper it comes from (or 'beyond the papers: ...') is required")
         if not cls.tasks or set(cls.tasks) - set(TASKS):
             raise TypeError(f"{cls.name}: tasks must be a non-empty subset of {TASKS}")
         if cls.labels not in LABELS:
             raise TypeError(f"{cls.name}: labels must be one of {LABELS}")
+        if cls.needs_target and ("transfer" not in cls.tasks or not cls.has("target_domain")):
+            raise TypeError(f"{cls.name}: an algorithm that needs a target declares the transfer task and "
+                            "--target-domain")
         if "multiclass" in cls.tasks and cls.labels != "index":
             raise TypeError(f"{cls.name}: a multiclass algorithm takes class indices (labels = 'index')")
         names = [p.name for p in cls.parameters]

@@ -13,5 +13,6 @@ from .tradaboost import TrAdaBoost
 
 class DTrAdaBoost(TrAdaBoost):
     name = "dtradaboost"
+    paper = "Al-Stouhi & Reddy 2011 (dynamic TrAdaBoost)"
     summary = "DTrAdaBoost: TrAdaBoost with the dynamic factor C_t, so correct source rows keep their weight"
     dynamic = True

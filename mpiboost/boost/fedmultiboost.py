@@ -41,6 +41,7 @@ from .params import TREE, WEAK_LEARNER_TREE_EXACT
 
 class FedMultiBoost(MultiBoost):
     name = "fedmultiboost"
+    paper = "Cortes, Mohri, Storcheus & Suresh, NeurIPS 2021 (Figure 2)"
     summary = "FedMultiBoost: MultiBoost's federated variant; sampled clients send aggregates only"
     exact_losses = False  # the center only sees the sampled clients' aggregates
     losses = ("exponential",)

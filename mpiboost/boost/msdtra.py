@@ -52,6 +52,7 @@ from .transfer import HALF_TOL, Plan, TransferBoosting
 
 class MSDTrA(TransferBoosting):
     name = "msdtra"
+    paper = "Zhang, Li, Zhang & Li 2014 (multisource dynamic TrAdaBoost)"
     summary = "MSDTrA: multi-source dynamic TrAdaBoost, a mixture of one candidate per source each round"
     per_source = True
     dynamic = True  # the dynamic factor C_t on the source update

@@ -23,6 +23,7 @@ def alpha_a(n_source: int, rounds: int) -> float:
 
 class MSTrA(TransferBoosting):
     name = "mstra"
+    paper = "Yao & Doretto 2010 (multi-source TrAdaBoost)"
     summary = "MSTrA: multi-source TrAdaBoost, the best of one candidate per source each round"
     per_source = True
     multi_stump_rounds = False

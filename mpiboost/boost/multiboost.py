@@ -256,8 +256,7 @@ LOSSES = ("exponential", "logistic")
 LOSS = Param(
     "loss", str, "exponential",
     "Phi of the domain losses: exponential (the paper's main case) or logistic (log(1 + e^-yf); line search by "
-    "passes over the rows, calibrated predict --proba)", choices=LOSSES,
-)
+    "passes over the rows, calibrated predict --proba)", choices=LOSSES, origin="beyond")
 Q_DATA = Param(
     "q_data", list, None,
     "extra rows that only train the domain classifier Q (labels unused; domains matched to the training "
@@ -280,6 +279,7 @@ def tree_learning_rate(rounds: int) -> float:
 
 class MultiBoost(Algorithm):
     name = "multiboost"
+    paper = "Cortes, Mohri, Storcheus & Suresh, NeurIPS 2021"
     summary = "MultiBoost: a Q-ensemble that boosts the worst domain's loss (agnostic multi-source learning)"
     tasks = ("binary", "multi-domain")
     vote = "q-weighted"

@@ -1,7 +1,9 @@
 """Parameter declarations that several algorithms share (see :class:`.base.Param`)."""
 from __future__ import annotations
 
-from .base import Param
+from dataclasses import replace
+
+from ..param import Param
 
 # Before trees, --weak-learner named the search: histogram/sample stay accepted and mean a stump
 # found that way (Algorithm.resolve rewrites them).
@@ -81,10 +83,16 @@ EXCHANGE = Param("exchange", str, "center",
                  "splits) or reduce-scatter (each rank sums and scans a block of features, LightGBM's "
                  "data-parallel exchange; the same tree)", choices=("center", "reduce-scatter"),
                  option="--tree-exchange", when=_TREE)
+# mpiboost's own, beyond the papers (whose weak learners are stumps found on a sample): trees, the exact
+# histogram search, the logistic loss's step
+WEAK_LEARNER, WEAK_LEARNER_TREE_EXACT, SEARCH, MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2, \
+    SPLIT_GAIN, EXCHANGE = (replace(p, origin="beyond") for p in (
+        WEAK_LEARNER, WEAK_LEARNER_TREE_EXACT, SEARCH, MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2,
+        SPLIT_GAIN, EXCHANGE))
 TREE = (MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2, SPLIT_GAIN, EXCHANGE)
 TREE_NEWTON = (MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2, EXCHANGE)
 LEARNING_RATE = Param("learning_rate", float, 0.1, "shrinkage of each tree's Newton step (LightGBM's default)",
-                      low=0.0, high=1.0, low_open=True)
+                      low=0.0, high=1.0, low_open=True, origin="beyond")
 
 WEAK_LEARNER_STUMP_SEARCH = Param(
     "weak_learner", str, "stump",

@@ -32,6 +32,7 @@ MAX_EXP = 709.0  # math.exp(x) is finite up to about 709.78
 
 class SAMME(Reweighting):
     name = "samme"
+    paper = "Zhu, Zou, Rosset & Hastie 2009"
     summary = "SAMME: multi-class AdaBoost with class stumps (what scikit-learn's AdaBoostClassifier runs)"
     tasks = ("binary", "multiclass", "multi-domain")
     labels = "index"

@@ -85,6 +85,7 @@ VOTE_REMOVED = (
 
 class SmoothBoost(Reweighting):
     name = "smoothboost"
+    paper = "Chen, Balcan & Chau, AISTATS 2016 (distributed SmoothBoost; Servedio 2003)"
     summary = "SmoothBoost: weights projected onto epsilon-smooth distributions, tolerant of label noise"
     tasks = ("binary", "multi-domain")
     vote = "majority"

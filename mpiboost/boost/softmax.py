@@ -22,6 +22,7 @@ WEAK = Param("weak_learner", str, "tree",
 
 class Softmax(Algorithm):
     name = "softmax"
+    paper = "beyond the papers: multiclass gradient boosting with Newton steps (Friedman 2001; LightGBM's defaults)"
     summary = "softmax boosting: multiclass gradient boosting of the log-loss, one tree of K-value leaves per round"
     tasks = ("binary", "multiclass", "multi-domain")
     labels = "index"

@@ -24,6 +24,7 @@ from .params import EXACT_TREES
 
 class TrAdaBoost(TransferBoosting):
     name = "tradaboost"
+    paper = "Dai, Yang, Xue & Yu 2007"
     summary = "TrAdaBoost: the sources pooled, source rows down-weighted when misclassified"
     per_source = False  # one candidate trained on every row
     multi_stump_rounds = False

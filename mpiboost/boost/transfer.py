@@ -97,8 +97,7 @@ TARGET_DOMAIN = Param(
 )
 HIGH_ERROR_PARAM = Param(
     "high_error", str, "stop",
-    "a round with target error >= 1/2 ends training (stop) or goes on with error 0.499 (clip)", choices=HIGH_ERROR,
-)
+    "a round with target error >= 1/2 ends training (stop) or goes on with error 0.499 (clip)", choices=HIGH_ERROR, origin="beyond")
 ROUNDS = Param("rounds", int, None, "the number of rounds M (part of the source factor; set by --rounds)",
                low=1, cli=False)
 CANDIDATES = ("target", "paper")
@@ -107,8 +106,7 @@ CANDIDATES_PARAM = Param(
     "target: the paper's candidates plus one stump trained on the target rows alone, which stands in when no "
     "candidate of the paper has an edge on the target (target error < 1/2), so a round never has to stop; MSDTrA "
     "also leaves candidates without an edge out of its mixture; paper: the paper's candidates only",
-    choices=CANDIDATES,
-)
+    choices=CANDIDATES, origin="beyond")
 INITIAL_SPLIT_PARAM = Param(
     "initial_split", str, "paper",
     "the initial weights: paper (the papers' rule and the default: uniform over all rows, so the target holds "
@@ -135,13 +133,11 @@ SOURCE_TRUST_PARAM = Param(
     "algorithm when only some do, is replaced when another has fewer errors by more than one standard error; "
     "the one chosen is trained on every row), algorithm (this algorithm, no folds: the papers' rule), pooled "
     "or target (that AdaBoost, no folds)",
-    choices=SOURCE_TRUST,
-)
+    choices=SOURCE_TRUST, origin="beyond")
 SOURCE_FOLDS_PARAM = Param(
     "source_folds", int, 10,
     "--source-trust cv: folds over the target rows (leave-one-out when the target has fewer rows; below 2 rows "
-    "of a class, no folds and, when a source passes the screen, the algorithm as asked)", low=2, high=50, metavar="K", when=("source_trust", "cv"),
-)
+    "of a class, no folds and, when a source passes the screen, the algorithm as asked)", low=2, high=50, metavar="K", when=("source_trust", "cv"), origin="beyond")
 
 
 def initial_masses(split: str, counts: np.ndarray, target: int) -> Optional[np.ndarray]:
@@ -202,6 +198,12 @@ class TransferBoosting(Algorithm):
     tasks = ("transfer",)
     vote = "weighted"
     weak_learners = ("stump", "tree")
+    needs_target = True
+    # the final vote depends on every round trained (the voting rounds follow the rounds trained; MSDTrA
+    # rescales each chain by its final edge), so the rounds' validation curve does not score the model kept
+    curve_scores_model = False
+    # a constant prediction ignores the target's few labels, all the user asked the run to use
+    empty_model_fails = True
     per_source = True
     multi_stump_rounds = True
     needs_rounds = True  # the source factor depends on the number of rounds M

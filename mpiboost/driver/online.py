@@ -220,8 +220,7 @@ def stream(comm, algo: str, params: dict, data, opts: dict, seed: int = 0, *, pr
 def run(comm, args, params: dict) -> int:
     """Collective: the whole online run of the command line (after :func:`check_options`); the exit code."""
     from ..atomic import atomic_path
-    from ..outputs import check_outputs
-    from ..train_cli import save_model
+    from ..outputs import check_outputs, save_model
 
     with comm.collective_guard():
         if comm.is_center:

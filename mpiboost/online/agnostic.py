@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from .._ext import _simplex
-from ..boost.base import Param
+from ..param import Param
 from .base import OnlineBooster, Update, draw
 
 RELABEL = ("fractional", "random")
@@ -39,6 +39,7 @@ GAMMA = Param("gamma", float, 1.0, "the weak learners' assumed advantage gamma: 
 
 class OnlineAgnostic(OnlineBooster):
     name = "online-agnostic"
+    paper = "Raman & Tewari 2022, Algorithm 1"
     summary = "online agnostic multiclass boosting: projected vote, OGD relabelling restarted every example"
     parameters = (
         N_LEARNERS,

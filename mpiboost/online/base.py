@@ -34,7 +34,7 @@ from typing import ClassVar, Mapping, Optional
 import numpy as np
 
 from .._ext import _simplex
-from ..boost.base import Param
+from ..param import Param
 
 
 @dataclass
@@ -57,6 +57,8 @@ class OnlineBooster(ABC):
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    kind: ClassVar[str] = "online"  # the registry's family (mpiboost.registry): one prequential pass
+    paper: ClassVar[str] = ""  # where the booster comes from
     parameters: ClassVar[tuple[Param, ...]] = ()
     tasks: ClassVar[tuple[str, ...]] = ("binary", "multiclass")
 

@@ -63,7 +63,7 @@ import hashlib
 
 import numpy as np
 
-from ..boost.base import Param
+from ..param import Param
 from .agnostic import N_LEARNERS
 from .base import OnlineBooster, Update
 
@@ -90,6 +90,7 @@ def majority(labels: np.ndarray, k: int) -> np.ndarray:
 
 class OnlineMBBM(OnlineBooster):
     name = "online-mbbm"
+    paper = "Jung, Goetz & Tewari 2017 (Online MBBM), as Raman & Tewari 2022 run it"
     summary = "online boost-by-majority (Online MBBM): majority vote, learners weighted by the random walk's " \
               "potentials"
     parameters = (

@@ -95,6 +95,16 @@ class OnlineModel:
             out[i] = booster.distribution(labels, i)
         return out
 
+    @property
+    def feature_names_in_(self) -> np.ndarray:
+        """The features' names (``x0``, ``x1``, ... where the data named none)."""
+        names = self.feature_names or [f"x{j}" for j in range(self.n_features)]
+        return np.asarray(names, dtype=object)
+
+    @property
+    def feature_importances_(self):
+        raise AttributeError("an online booster's naive-Bayes learners use every feature: no split importances")
+
     def _raw(self, X) -> np.ndarray:
         """Raw rows (n, d) as float64, checked as :meth:`mpiboost.model.Model.predict` checks them (InputError)."""
         from ..data.rows import raw_rows

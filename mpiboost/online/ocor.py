@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from .._ext import _simplex
-from ..boost.base import Param
+from ..param import Param
 from .agnostic import N_LEARNERS
 from .base import OnlineBooster, Update
 
@@ -41,6 +41,7 @@ GAMMA = Param("gamma", float, 0.5, "the weak learners' assumed advantage gamma: 
 
 class OnlineOCOR(OnlineBooster):
     name = "online-ocor"
+    paper = "Raman & Tewari 2022, Appendix B"
     summary = "OCO-based realizable online booster: projected vote, each learner learns with a probability p " \
               "moved by the earlier learners' mistakes"
     parameters = (N_LEARNERS, GAMMA)

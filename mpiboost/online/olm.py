@@ -57,6 +57,7 @@ HEDGE_STEP = 1.0
 
 class OnlineOLM(OnlineBooster):
     name = "online-olm"
+    paper = "Jung, Goetz & Tewari 2017 (AdaBoost.OLM), as Raman & Tewari 2022 run it"
     summary = "online multiclass AdaBoost (AdaBoost.OLM): logistic costs, learner weights by online gradient " \
               "descent, hedge over the prefix experts"
     parameters = (N_LEARNERS,)

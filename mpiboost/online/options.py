@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from .._ext import _nba
-from ..boost.base import Param
+from ..param import Param
 from .learners import CHILDREN, KINDS
 from .learners import spec as learner_spec
 
@@ -21,10 +21,10 @@ STREAM_PARAMS = (
     Param("block_size", int, 1,
           "examples predicted by learners frozen at the block's start, then learnt: 1 is the sequential "
           "algorithm; a larger B needs one exchange per B examples on several ranks; for a given B the run is "
-          "the same on any number of ranks", low=1, high=MAX_BLOCK, metavar="B"),
+          "the same on any number of ranks", low=1, high=MAX_BLOCK, metavar="B", origin="beyond"),
     Param("shuffle", int, None,
           "stream the rows in the order numpy.random.default_rng(SEED).permutation(n) instead of the rows' "
-          "order", low=0, high=2**63 - 1, metavar="SEED"),
+          "order", low=0, high=2**63 - 1, metavar="SEED", origin="beyond"),
     Param("nominal", str, "auto",
           "nominal features (value counts, Laplace-smoothed; the others Gaussian): auto = the features whose "
           "values are all integer codes 0..15, none, or 0-based feature indices J,J,...",
@@ -39,7 +39,7 @@ STREAM_PARAMS = (
     Param("var_prior", float, float(_nba.VAR_PRIOR),
           "each class's Gaussian variance is shrunk toward the learner's pooled variance of the feature with the "
           "weight of A examples; 0: the class's own variance plus a tiny floor, as river's leaves",
-          low=0, high=1e6, metavar="A"),
+          low=0, high=1e6, metavar="A", origin="beyond"),
     Param("grace_period", float, 200.0, "hoeffding: weight learnt between split tries", low=0, low_open=True,
           metavar="W", when=("weak_learner", "hoeffding")),
     Param("split_delta", float, 1e-7, "hoeffding: the Hoeffding bound's confidence delta", low=0, high=1,
@@ -50,7 +50,7 @@ STREAM_PARAMS = (
           "hoeffding: a split's leaves predict their majority class (river at depth 1) or are "
           "naive-Bayes-adaptive leaves", choices=CHILDREN, when=("weak_learner", "hoeffding")),
     Param("test_fraction", float, 0.2, "acc_test is the accuracy of the predictions on the last F of the stream",
-          low=0, high=1, high_open=True, metavar="F"),
+          low=0, high=1, high_open=True, metavar="F", origin="beyond"),
 )
 LEARNER_KEYS = ("weak_learner", "var_prior", "grace_period", "split_delta", "split_tau", "split_children")
 

@@ -16,8 +16,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import __version__
-from .errors import CollectiveError, InputError
+from .. import __version__
+from ..errors import CollectiveError, InputError
+from .parser import Parser
 
 _RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID")
 
@@ -49,10 +50,10 @@ def _serial(func):
 # ----------------------------------------------------------------- commands
 @_serial
 def cmd_synth(args: argparse.Namespace) -> int:
-    from .data import format as fmt
-    from .data import synth
+    from ..data import format as fmt
+    from ..data import synth
 
-    from .outputs import check_outputs
+    from ..outputs import check_outputs
 
     gen = synth.module(args.generator)
     options = {k: v for k, v in vars(args).items() if k not in _COMMON_SYNTH}
@@ -150,8 +151,8 @@ def _write_synth(fmt, data, out: str, split: bool) -> list[str]:
 
 @_serial
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .data import convert
-    from .outputs import check_outputs
+    from ..data import convert
+    from ..outputs import check_outputs
 
     check_outputs([("--out", args.out)], [("IN", f) for f in args.input])
     return convert.run(args)
@@ -159,7 +160,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 @_serial
 def cmd_info(args: argparse.Namespace) -> int:
-    from .data import format as fmt
+    from ..data import format as fmt
 
     for path in args.files:
         summary = fmt.summarize(path)
@@ -189,9 +190,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def _start(args: argparse.Namespace):
     """The job's communicator, with this rank's watchdog running (``--stall-timeout``)."""
-    from . import comm as comm_mod
-    from . import watchdog
-    from .train_cli import stall_timeout
+    from .. import comm as comm_mod
+    from .. import watchdog
+    from .train import stall_timeout
 
     timeout = stall_timeout(args.stall_timeout)
     comm = comm_mod.world()
@@ -201,8 +202,8 @@ def _start(args: argparse.Namespace):
 
 def _load_model(comm, args: argparse.Namespace):
     """Collective: the model of ``--model`` (cut to ``--rounds``), checked against the ``--data`` files' width."""
-    from .data.format import inspect
-    from .online.model import load_any
+    from ..data.format import inspect
+    from ..online.model import load_any
 
     with comm.collective_guard():
         model = load_any(args.model)
@@ -227,9 +228,9 @@ def _truncate(model, rounds: int):
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .data import labels as lab
-    from .evaluate import predict, write_predictions
-    from .outputs import check_outputs
+    from ..data import labels as lab
+    from ..evaluate import predict, write_predictions
+    from ..outputs import check_outputs
 
     comm = _start(args)
     with comm.collective_guard():
@@ -261,7 +262,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .evaluate import evaluate
+    from ..evaluate import evaluate
 
     comm = _start(args)
     model = _load_model(comm, args)
@@ -274,11 +275,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 @_serial
 def cmd_export(args: argparse.Namespace) -> int:
-    from .online.model import load_any
+    from ..online.model import load_any
 
     model = load_any(args.model)
     if args.format == "lightgbm":
-        from .export import to_lightgbm
+        from ..export import to_lightgbm
 
         if not hasattr(model, "bins"):
             raise InputError(f"{args.model}: an online model has no LightGBM form; export it as JSON")
@@ -286,8 +287,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         text = model.to_json()
     if args.out:
-        from .atomic import write_bytes
-        from .outputs import check_outputs
+        from ..atomic import write_bytes
+        from ..outputs import check_outputs
 
         check_outputs([("--out", args.out)], [("--model", args.model)])
         write_bytes(args.out, (text if text.endswith("\n") else text + "\n").encode())
@@ -300,8 +301,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Collective: load, validate and bin the data as training would, and report."""
     import time
 
-    from .data import labels as lab
-    from .data.load import load
+    from ..data import labels as lab
+    from ..data.load import load
 
     comm = _start(args)
     t0 = time.perf_counter()
@@ -342,10 +343,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     """Check the MPI set-up: one line per rank, then an exact-sum round trip."""
     import platform
 
-    from . import comm as comm_mod
-    from ._ext import _openmp
+    from .. import comm as comm_mod
+    from .._ext import _openmp
 
-    from .train_cli import check_threads
+    from .train import check_threads
 
     check_threads(args.threads)
     comm = comm_mod.world()
@@ -379,17 +380,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------- parser
-class Parser(argparse.ArgumentParser):
-    """argparse with mpiboost's error policy: exit 2 and one ``mpiboost: error:`` line, printed by rank 0 only.
-
-    Under ``mpiexec -n K`` every rank parses the same arguments, so a usage
-    error is agreed without communication (a CollectiveError: no MPI needed).
-    """
-
-    def error(self, message: str):
-        raise CollectiveError(f"{self.prog}: {message} (`{self.prog} --help` lists the options)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="mpiboost",
@@ -401,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("synth", help="generate synthetic data", description="Generate synthetic data into an HDF5 file.")
     gens = p.add_subparsers(dest="generator", metavar="GENERATOR", required=True)
-    from .data import synth
+    from ..data import synth
 
     for name in synth.NAMES:
         mod = synth.module(name)
@@ -424,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
         mod.add_arguments(g)
         g.set_defaults(func=cmd_synth)
 
-    from .data import convert
+    from ..data import convert
 
     p = sub.add_parser(
         "convert",
@@ -440,9 +430,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON object per file")
     p.set_defaults(func=cmd_info)
 
-    from .train_cli import DESCRIPTION, add_stall_timeout
+    from .train import DESCRIPTION, add_stall_timeout
 
-    # `train` is parsed by mpiboost.train_cli (its options depend on --algo); this entry is for the command list.
+    # `train` is parsed by mpiboost.cli.train (its options depend on --algo); this entry is for the command list.
     sub.add_parser("train", help="train a model (run under mpiexec/srun)", description=DESCRIPTION, add_help=False)
 
     p = sub.add_parser("predict", help="predict labels or scores", description="Predict every row of the data files.")
@@ -513,8 +503,8 @@ def guarded(func, *args) -> int:
     and aborts the job with code 2; any other exception prints its traceback
     and aborts with code 1. So no rank is left waiting in a collective.
     """
-    from . import watchdog
-    from .comm import abort_world, mpi_started, world_rank
+    from .. import watchdog
+    from ..comm import abort_world, mpi_started, world_rank
 
     try:
         try:
@@ -548,9 +538,9 @@ def guarded(func, *args) -> int:
 
 
 def _train(argv: Sequence[str]) -> int:
-    from . import train_cli
+    from . import train
 
-    return train_cli.cmd_train(train_cli.parse(argv))
+    return train.cmd_train(train.parse(argv))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -560,7 +550,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # made the domain classifier fit 2-3x slower. Set before scipy is first imported.
     for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
         os.environ.setdefault(var, "1")
-    from . import watchdog
+    from .. import watchdog
 
     as_command = argv is None  # the process exits next (a call with arguments is a library use)
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -13,7 +13,7 @@ import argparse
 import os
 from typing import Optional, Sequence
 
-from .errors import CollectiveError
+from ..errors import CollectiveError
 
 DESCRIPTION = (
     "Train a boosted stump ensemble on data spread over the ranks (run under mpiexec/srun). "
@@ -23,16 +23,15 @@ DESCRIPTION = (
 
 def _algorithms() -> dict:
     """Every ``--algo``: the batch algorithms and the online boosters (one pass over a stream)."""
-    from .boost import ALGORITHMS
-    from .online import ONLINE
+    from ..registry import algorithms
 
-    return {**ALGORITHMS, **ONLINE}
+    return algorithms()
 
 
 def _is_online(algo: Optional[str]) -> bool:
-    from .online import ONLINE
+    from ..registry import is_online
 
-    return algo in ONLINE
+    return is_online(algo)
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -75,7 +74,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def add_stall_timeout(p: argparse.ArgumentParser) -> None:
     """``--stall-timeout S``: the watchdog's bound (every command that runs on several ranks has it)."""
-    from .watchdog import DEFAULT_TIMEOUT
+    from ..watchdog import DEFAULT_TIMEOUT
 
     p.add_argument("--stall-timeout", type=float, default=None, metavar="S",
                    help="end the job (exit 2, naming the rank) when a rank makes no progress for S seconds: "
@@ -87,7 +86,7 @@ def stall_timeout(value: Optional[float]) -> float:
     """The watchdog bound in seconds from ``--stall-timeout`` or ``$MPIBOOST_STALL_TIMEOUT`` (0: off)."""
     import math
 
-    from .watchdog import DEFAULT_TIMEOUT
+    from ..watchdog import DEFAULT_TIMEOUT
 
     where = "--stall-timeout"
     if value is None:
@@ -113,7 +112,7 @@ def check_common(args: argparse.Namespace) -> None:
     """The common options' values (every rank alike: an agreed error, printed once)."""
     import math
 
-    from .driver.batch import MAX_ROUNDS
+    from ..driver.batch import MAX_ROUNDS
 
     if args.rounds is None:
         raise CollectiveError(f"--rounds T is required for {args.algo}")
@@ -182,7 +181,7 @@ def parser_for(algo: Optional[str]) -> argparse.ArgumentParser:
     algos = _algorithms()
     lines = [f"  {name:<14} {cls.summary} [{', '.join(cls.tasks)}]" for name, cls in sorted(algos.items())]
     epilog = "algorithms:\n" + "\n".join(lines) + "\n\n`mpiboost train --algo ALGO --help` lists ALGO's own options."
-    from .cli import Parser
+    from .parser import Parser
 
     p = Parser(
         prog="mpiboost train",
@@ -205,7 +204,7 @@ def parser_for(algo: Optional[str]) -> argparse.ArgumentParser:
 
 def _add_stream_options(p: argparse.ArgumentParser) -> None:
     """The options of every online algorithm (:data:`mpiboost.online.options.STREAM_PARAMS`), and --predictions."""
-    from .online.options import STREAM_PARAMS
+    from ..online.options import STREAM_PARAMS
 
     g = p.add_argument_group("stream options (the online algorithms)",
                              "one prequential pass: every example is predicted, then learnt")
@@ -257,7 +256,7 @@ def training_files(args: argparse.Namespace) -> list:
 
 def algorithm_params(args: argparse.Namespace) -> dict:
     """The declared parameters given on the command line (plus what --target implies)."""
-    from . import boost
+    from .. import boost
 
     cls = _algorithms()[args.algo]
     params = {p.name: getattr(args, p.name) for p in cls.parameters if p.cli and getattr(args, p.name, None) is not None}
@@ -280,7 +279,7 @@ def _inputs(args: argparse.Namespace, data: Sequence[str], params: dict) -> list
     files = [("--target" if args.target and i == 0 else "--source" if args.target else "--data", f)
              for i, f in enumerate(data)]
     files += [("--valid", f) for f in args.valid or ()]
-    from . import boost
+    from .. import boost
 
     for p in boost.get(args.algo).parameters:
         if p.type is list:
@@ -288,44 +287,13 @@ def _inputs(args: argparse.Namespace, data: Sequence[str], params: dict) -> list
     return files
 
 
-def save_model(model, path: str) -> Optional[str]:
-    """Save ``model`` to ``path``; on a failed write keep it elsewhere: the error message (None: saved).
-
-    The trained model is never lost to a full disk or a vanished directory at
-    the end of a run: it goes to the first of the temporary directory, the
-    working directory and the home directory that takes it.
-    """
-    import tempfile
-
-    from .atomic import why as reason
-
-    try:
-        model.save(path)
-        return None
-    except (OSError, RuntimeError) as exc:
-        why = reason(exc)
-    name = f"mpiboost-rescued-{os.getpid()}-{os.path.basename(path) or 'model.h5'}"
-    for where in (tempfile.gettempdir, os.getcwd, lambda: os.path.expanduser("~")):
-        try:
-            folder = where()
-        except OSError:  # a working directory that vanished with its mount
-            continue
-        rescue = os.path.join(folder, name)
-        try:
-            model.save(rescue)
-        except (OSError, RuntimeError):
-            continue
-        return f"could not write --model {path} ({why}); the trained model was saved to {rescue}"
-    return f"could not write --model {path} ({why}), nor a copy in the temporary, working or home directory"
-
-
 def cmd_train(args: argparse.Namespace) -> int:
-    from . import callbacks as cb
-    from . import watchdog
-    from .comm import world
-    from .model import Model
-    from .outputs import check_outputs
-    from .driver.batch import check_validation, checkpoint_record, make_algorithm, train
+    from .. import callbacks as cb
+    from .. import watchdog
+    from ..comm import world
+    from ..model import Model
+    from ..outputs import check_outputs, save_model
+    from ..driver.batch import TrainResult, check_validation, checkpoint_record, make_algorithm
 
     if _is_online(args.algo):
         return _train_online(args)
@@ -360,27 +328,17 @@ def cmd_train(args: argparse.Namespace) -> int:
         metrics_log.keep = resume.n_rounds  # like the checkpoint, the log keeps the rounds the checkpoint holds
     if args.checkpoint:
         writers.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every or 10, keep=resume.n_rounds if resume else 0))
-    result = train(
-        comm,
-        data,
-        algorithm=args.algo,
-        rounds=args.rounds,
-        params=params,
-        seed=args.seed,
-        valid=args.valid,
-        callbacks=callbacks + writers,
-        dedicated_coordinator=args.dedicated_coordinator,
-        threads=args.threads,
-        resume=resume,
-        valid_fraction=args.valid_fraction,
-        best_round=args.best_round,
-        early_stop=args.early_stop,
-        valid_metric=args.valid_metric,
-    )
-    from . import boost, source_trust
-    from .boost.transfer import TransferBoosting
+    from ..api import train_files
 
-    if issubclass(boost.get(args.algo), TransferBoosting):
+    run = {"algo": args.algo, "rounds": args.rounds, "seed": args.seed, "valid_fraction": args.valid_fraction,
+           "valid_metric": args.valid_metric, "best_round": args.best_round, "early_stop": args.early_stop,
+           "threads": args.threads, "dedicated_coordinator": args.dedicated_coordinator}
+    model = train_files({**run, **params}, data, valid=args.valid, comm=comm, callbacks=callbacks + writers,
+                        resume=resume)
+    result = TrainResult(model, model.summary_)
+    from .. import boost, source_trust
+
+    if boost.get(args.algo).empty_model_fails:
         import numpy as np
 
         # A transfer run that learnt nothing (no round, or only rounds whose votes are all 0)
@@ -423,9 +381,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _train_online(args: argparse.Namespace) -> int:
-    from . import watchdog
-    from .comm import world
-    from .driver import online as online_train
+    from .. import watchdog
+    from ..comm import world
+    from ..driver import online as online_train
 
     online_train.check_options(args)
     if args.dedicated_coordinator:
@@ -459,7 +417,7 @@ def summary_line(s: dict, model_path: str) -> str:
     if s.get("chosen"):
         line += " [" + ", ".join(f"{k} {v}" for k, v in s["chosen"].items()) + " chosen on validation]"
     if s.get("source_trust"):
-        from .source_trust import describe
+        from ..source_trust import describe
 
         line += f" [{describe(s['source_trust'])}]"
     line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {model_path}"

@@ -1,0 +1,113 @@
+"""The run's inputs: the training and validation rows, loaded and checked against the algorithm's tasks."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Optional, Sequence, TYPE_CHECKING
+
+import numpy as np
+
+from .. import boost
+from ..data import labels as lab
+from ..data.load import load, load_raw
+from ..errors import CollectiveError, InputError
+from .validation import split_valid
+
+if TYPE_CHECKING:  # annotations only
+    from ..boost.base import Algorithm
+    from ..data.load import Shard
+
+
+@dataclass
+class _Inputs:
+    """What :func:`load_inputs` read: the training rows and the validation rows with their scorer."""
+
+    shard: Shard
+    valid: Optional[Shard] = None
+    seconds: float = 0.0
+    valid_metric: str = "error"  # what the validation rows measure: "error", or "auc" (scored as 1 - AUC)
+
+
+def _check_task(cls: type, shard: Shard) -> None:
+    """The data must be of a kind the algorithm declares."""
+    K = shard.n_classes
+    shown = ", ".join(map(str, shard.classes[:8])) + (", ..." if K > 8 else "")
+    files = ", ".join(os.path.basename(f.path) for f in shard.files[:4]) + (", ..." if len(shard.files) > 4 else "")
+    if K < 2:
+        raise CollectiveError(f"the training data ({files}) hold one class only ({shown}): nothing to learn")
+    if K > 2 and "multiclass" not in cls.tasks:
+        raise CollectiveError(
+            f"{cls.name} is a binary algorithm but the training data ({files}) have {K} classes ({shown}); "
+            f"for multiclass data use {', '.join(boost.with_task('multiclass'))}"
+        )
+
+
+def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequence[str]], *, seed: int,
+                dedicated_coordinator: bool, valid_fraction: Optional[float] = None,
+                blocks: Optional[Sequence[int]] = None) -> _Inputs:
+    """Collective: the training rows (labels as the algorithm takes them), validation rows and extra inputs.
+
+    With ``valid_fraction`` the validation rows are a stratified part of the
+    training files (:func:`split_valid`), binned with the same edges.
+    """
+    t0 = time.perf_counter()
+    cls = type(algo)
+    raw = cls.needs_raw
+    shard = load(comm, data, task="multiclass", dedicated_coordinator=dedicated_coordinator, seed=seed, keep_raw=raw,
+                 blocks=blocks)
+    _check_task(cls, shard)
+    task = "binary" if cls.labels == "signed" else "multiclass"
+    if task == "binary":
+        shard.y = lab.signed(shard.y)
+    vshard = None
+    if valid_fraction:
+        shard, vshard = split_valid(comm, shard, valid_fraction, seed)
+        _check_task(cls, shard)
+        present = [c for c, k in shard.label_counts.items() if k > 0]  # global counts: every rank agrees
+        if len(present) < 2:
+            raise InputError(f"--valid-fraction {valid_fraction} leaves the training rows one class "
+                             f"({present[0] if present else None!r}): too few rows of the others to hold some out")
+    elif valid:
+        # a validation row of a class the training rows lack counts as an error (no model predicts it)
+        vshard = load(comm, valid, task=task, classes=shard.classes, unseen={},
+                      dedicated_coordinator=dedicated_coordinator, bins=shard.bins, keep_raw=raw)
+    for p in cls.parameters:
+        if p.type is list and algo.params.get(p.name):
+            # Files of extra rows (MultiBoost's --q-data): read raw, domains matched to the training domains
+            # by name; the model keeps their file names only.
+            shard.extra[p.name] = load_aligned_rows(comm, algo.params[p.name], shard, dedicated_coordinator, p.flag)
+            algo.params[p.name] = [os.path.basename(str(f)) for f in algo.params[p.name]]
+    return _Inputs(shard, vshard, time.perf_counter() - t0)
+
+
+def load_aligned_rows(comm, paths: Sequence[str], shard: Shard, dedicated_coordinator: bool,
+                      option: str) -> tuple[np.ndarray, np.ndarray]:
+    """Collective: this rank's block of extra rows ``(X, domain)``, with the domain ids of the training data."""
+    if shard.X is None:
+        raise InputError(f"{option} needs an algorithm that keeps the raw features")
+    extra = load_raw(comm, paths, task=None, dedicated_coordinator=dedicated_coordinator)
+    if extra.d != shard.d:
+        raise InputError(f"{option} files have {extra.d} features but the training data has {shard.d}")
+    names = list(shard.domain_names or [])
+    ids = np.arange(extra.n_domains)
+    extra_names = extra.domain_names
+    if len(extra.files) == 1 and not extra.files[0].has_domain:
+        # One file without a domain column: all its rows are of the domain its attribute names.
+        one = extra.files[0].attrs.get("domain_name")
+        if not one:
+            raise InputError(
+                f"{extra.files[0].path}: {option} rows need a domain: a 'domain' column, a 'domain_name' "
+                "attribute, or one file per domain"
+            )
+        extra_names = [str(one)]
+    if extra_names and names:
+        unknown = [nm for nm in extra_names if nm not in names]
+        if unknown:
+            raise InputError(
+                f"{option} domain {unknown[0]!r} is not a training domain (training domains: {', '.join(names)})"
+            )
+        ids = np.array([names.index(nm) for nm in extra_names])
+    elif extra.n_domains > shard.n_domains:
+        raise InputError(f"{option} has {extra.n_domains} domains but the training data has {shard.n_domains}")
+    return extra.X, ids[extra.domain].astype(np.int32)

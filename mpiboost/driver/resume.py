@@ -1,0 +1,119 @@
+"""Resuming: what a checkpoint records of its run, the checks against the run that continues it, the replay."""
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence, TYPE_CHECKING
+
+from .. import source_trust
+from ..boost.base import Hypothesis
+from ..errors import CollectiveError
+from .validation import _valid_error
+
+if TYPE_CHECKING:  # annotations only
+    from ..boost.base import Algorithm
+    from ..model import Model
+
+
+# ---------------------------------------------------------------- resuming
+def comparable_params(algo: Algorithm) -> dict:
+    """The parameters as a model records them (files of list parameters by their names only)."""
+    out = dict(algo.params)
+    for p in type(algo).parameters:
+        if p.type is list and out.get(p.name):
+            out[p.name] = [os.path.basename(str(f)) for f in out[p.name]]
+    return out
+
+
+def run_record(comm, data: Sequence[str], seed: int) -> dict:
+    """Collective: what a checkpoint of this run records (seed, fingerprint of the training files)."""
+    from ..data.fingerprint import fingerprint
+    from ..data.format import inspect
+
+    if any(hasattr(f, "local") for f in data):  # in-memory rows (mpiboost.train on arrays)
+        from ..data.memory import fingerprint_memory
+
+        return {"seed": int(seed), "data": [fingerprint_memory(comm, f) for f in data]}
+    with comm.collective_guard():
+        for path in data:
+            inspect(path)  # the schema first: a bad file is reported as such, not as a fingerprint failure
+        fp = fingerprint(data)
+    return {"seed": int(seed), "data": fp}
+
+
+def checkpoint_record(ckpt: Model) -> Optional[dict]:
+    """The run a checkpoint records (seed, data fingerprint), or None for a model saved otherwise."""
+    record = ckpt.info.get("checkpoint") if isinstance(ckpt.info, dict) else None
+    return record if isinstance(record, dict) else None
+
+
+def check_resume(ckpt: Model, algorithm: str, run: Optional[dict] = None) -> None:
+    """A checkpoint must come from this run: same algorithm, seed and training data (before loading).
+
+    Raises CollectiveError saying what differs (every rank decides alike).
+    The parameters are compared by :func:`check_resume_params` once the
+    algorithm has resolved them against the data (domain names to ids).
+    """
+    from ..data.fingerprint import differences
+
+    if ckpt.algorithm != algorithm:
+        raise CollectiveError(f"checkpoint was made by {ckpt.algorithm}, not {algorithm}")
+    record = checkpoint_record(ckpt)
+    if run is None or record is None:
+        return  # a partial model without a record (the API): the caller vouches for it
+    if record.get("seed") != run["seed"]:
+        raise CollectiveError(f"checkpoint was made with --seed {record.get('seed')}, this run has --seed {run['seed']}")
+    if record.get("valid_fraction") != run.get("valid_fraction"):
+        raise CollectiveError(f"checkpoint was made with --valid-fraction {record.get('valid_fraction')}, this run "
+                              f"has {run.get('valid_fraction')}: other training rows")
+    if record.get("valid_metric", "error") != run.get("valid_metric", "error"):
+        raise CollectiveError(f"checkpoint was made with --valid-metric {record.get('valid_metric', 'error')}, this "
+                              f"run has {run.get('valid_metric', 'error')}: the rounds are chosen otherwise")
+    diff = differences(record.get("data") or [], run["data"])
+    if diff:
+        raise CollectiveError("checkpoint was made on other training data: " + "; ".join(diff[:4]))
+
+
+def check_resume_params(ckpt: Model, algo: Algorithm) -> None:
+    """The checkpoint's parameters must be this run's (CollectiveError naming each that differs)."""
+    params = comparable_params(algo)
+    differ = sorted(k for k in set(ckpt.params) | set(params) if ckpt.params.get(k) != params.get(k))
+    if differ:
+        shown = "; ".join(f"{k}: {ckpt.params.get(k)!r} then, {params.get(k)!r} now" for k in differ)
+        raise CollectiveError("checkpoint parameters differ from this run's: " + shown)
+
+
+def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard, proto,
+           history: Optional[list] = None) -> int:
+    """Collective: re-apply a checkpoint's rounds (``apply`` only); the number of rounds done.
+
+    With ``history`` (a list), the validation error after each replayed round
+    is appended to it (the round choice of a resumed run needs the whole curve).
+    """
+    if resume is None:
+        return 0
+    check_resume_params(resume, algo)
+    done = 0
+    for r, members in resume.truncated(min(rounds, resume.n_rounds)).rounds():
+        if r == 0:
+            continue  # round 0: stumps the algorithm's setup builds itself (a start model), not a round
+        (stump, coef, k), rest = members[0], members[1:]
+        algo.apply(Hypothesis(stump, coef, domain=k, more=tuple((s, c) for s, c, _ in rest)))
+        done += 1
+        if history is not None:
+            history.append(_valid_error(scorer, vshard, proto))
+    _valid_error(scorer, vshard, proto)
+    return done
+
+
+def trust_record(resume: Optional[Model], algo: Algorithm) -> Optional[dict]:
+    """The source-trust choice a checkpoint recorded (:mod:`mpiboost.source_trust`), checked against this run."""
+    rec = source_trust.recorded(resume)
+    if rec is None:
+        return None
+    if not type(algo).has("source_trust"):
+        raise CollectiveError(f"--resume: the checkpoint chose how to trust its sources, but {algo.name} has none")
+    asked = algo.params["source_trust"]
+    if asked != "cv" and asked != rec["chosen"]:
+        raise CollectiveError(f"--resume: the checkpoint trained --source-trust {rec['chosen']}, this run asks "
+                              f"for {asked}")
+    return rec

@@ -1,0 +1,62 @@
+"""The search over ``auto`` values: one training per candidate value, the best on the validation rows kept."""
+from __future__ import annotations
+
+import math
+import time
+from typing import Optional, Sequence, TYPE_CHECKING
+
+from .. import watchdog
+from ..callbacks import BestRound
+from ..protocol import Protocol
+from .algorithm import _with, make_algorithm
+from .resume import replay
+from .rounds import run_rounds, setup
+
+if TYPE_CHECKING:  # annotations only
+    from ..callbacks import Callback
+    from ..model import Model
+    from .inputs import _Inputs
+
+
+def _run_once(comm, algorithm: str, params: dict, rounds: int, inputs: _Inputs, seed: int,
+              callbacks: Sequence[Callback], run: Optional[dict], resume: Optional[Model],
+              chooser: Optional[BestRound], info: Optional[dict] = None):
+    """Collective: one training run on loaded inputs; (algorithm, stop reason, last metrics, phases, seconds)."""
+    algo = make_algorithm(algorithm, params, rounds, resume)
+    proto = Protocol(comm)
+    scorer = setup(algo, inputs, proto, seed)
+    if info:
+        algo.model.info = dict(info)  # checkpoints carry what the run chose before its rounds (the search)
+    history: Optional[list] = [] if chooser is not None else None
+    done = replay(algo, resume, rounds, scorer, inputs.valid, proto, history)
+    comm.bytes.take_round()  # loading, binning, setup and replay are not part of round 1
+    t_rounds = time.perf_counter()
+    sent_before = comm.bytes.sent
+    cbs = list(callbacks) + ([chooser] if chooser is not None else [])
+    stop_reason, last, phase = run_rounds(comm, algo, inputs, scorer, proto, done, rounds, cbs, run, history or ())
+    return algo, proto, stop_reason, last, phase, time.perf_counter() - t_rounds, sent_before
+
+
+def search(comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int, inputs: _Inputs, seed: int,
+           patience: Optional[int]) -> dict:
+    """Collective: the grid of the ``auto`` parameters tried on validation data; the choice and every result.
+
+    Each grid point is a full run (its best round, as :class:`BestRound`
+    picks it); the lowest best-round validation error wins, the earlier grid
+    point of equal ones. Every rank sees the same reduced errors, so every
+    rank chooses alike.
+    """
+    import itertools
+
+    names = list(auto)
+    tried = []
+    for values in itertools.product(*(auto[k] for k in names)):
+        point = dict(zip(names, values))
+        chooser = BestRound(patience)
+        _run_once(comm, algorithm, _with(params, point), rounds, inputs, seed, (), None, None, chooser)
+        watchdog.tick()
+        tried.append({**point, "best_round": chooser.best_round, "best_error": chooser.best_error})
+    # a run that trained no round (no weak edge at all) has no error: it never wins
+    best = min(range(len(tried)), key=lambda i: (math.inf if tried[i]["best_error"] is None
+                                                 else tried[i]["best_error"], i))
+    return {"chosen": {k: tried[best][k] for k in names}, "tried": tried}

@@ -1,0 +1,212 @@
+"""Validation rows: the held-out split (the same rows on any number of ranks), the metrics, the option checks."""
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence, TYPE_CHECKING
+
+import numpy as np
+
+from .. import boost
+from ..data.load import Layout, Shard
+from ..errors import CollectiveError
+from .algorithm import auto_params
+
+if TYPE_CHECKING:  # annotations only
+    from ..model import Scorer
+    from ..protocol import Protocol
+    from .inputs import _Inputs
+
+
+MAX_VALID_FRACTION = 0.5  # beyond this the validation part outgrows the rows the model is trained on
+
+
+def _class_index(y: np.ndarray) -> np.ndarray:
+    """Class indices 0..K-1 of labels held as -1/+1 (binary) or as indices already."""
+    y = np.asarray(y)
+    if y.dtype == np.int8:  # lab.signed: -1/+1 for classes 0/1
+        return (y > 0).astype(np.int64)
+    return y.astype(np.int64)
+
+
+def valid_mask(shard: Shard, fraction: float, seed: int, comm) -> np.ndarray:
+    """Collective: which of this rank's rows form the validation part (a boolean mask).
+
+    The rule is stratified and systematic on the global row order: the rows
+    of each (domain, class) group are numbered 0, 1, ... in the files' order
+    (an exclusive scan of the group counts over the ranks), and row k of a
+    group is a validation row when ``floor((k + 1) F + u) > floor(k F + u)``,
+    with ``u`` in [0, 1) drawn per group from ``seed``. Every group thus gives
+    ``floor(F n_g)`` or ``ceil(F n_g)`` rows, spread evenly over the file
+    order, and the split depends only on the global order and the seed, not
+    on how the rows are spread over the ranks.
+    """
+    K = shard.n_classes
+    group = shard.domain.astype(np.int64) * K + _class_index(shard.y)
+    n_groups = max(1, shard.n_domains) * K
+    counts = np.bincount(group, minlength=n_groups).astype(np.int64)
+    table = comm.allgather_array(counts) if comm.size > 1 else counts[None, :]
+    before = table[: comm.rank].sum(axis=0)
+    order = np.argsort(group, kind="stable")
+    k = np.empty(group.size, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    k[order] = np.arange(group.size) - np.repeat(starts, counts)
+    k += before[group]
+    u = np.array([np.random.default_rng([int(seed), 0x5E1EC7, g]).random() for g in range(n_groups)])[group]
+    return np.floor((k + 1) * fraction + u) > np.floor(k * fraction + u)
+
+
+def _subset(shard: Shard, keep: np.ndarray, comm) -> Shard:
+    """Collective: the shard of the rows ``keep`` of every rank, in the same global order."""
+    n_local = int(keep.sum())
+    table = comm.allgather_array(np.array([n_local], dtype=np.int64)) if comm.size > 1 else np.array([[n_local]])
+    start = int(table[: comm.rank, 0].sum())
+    n = int(table[:, 0].sum())
+    domain = shard.domain[keep]
+    dcounts = comm.allreduce_int(np.bincount(domain, minlength=shard.n_domains).astype(np.int64))
+    index = _class_index(shard.y[keep])
+    classes = shard.classes if shard.classes is not None else [-1, 1]
+    local = np.bincount(index[index >= 0], minlength=len(classes)).astype(np.int64)
+    labels = dict(zip(classes, comm.allreduce_int(local).tolist()))
+    return Shard(
+        cols=None if shard.cols is None else np.ascontiguousarray(shard.cols[:, keep]),
+        X=None if shard.X is None else np.ascontiguousarray(shard.X[keep]),
+        y=np.ascontiguousarray(shard.y[keep]),
+        domain=np.ascontiguousarray(domain),
+        start=start,
+        n_global=n,
+        n_domains=shard.n_domains,
+        files=shard.files,
+        # the rows are no longer the layout's even blocks; only the global order (start, n) is used from here on
+        layout=Layout(n, shard.layout.size, shard.layout.dedicated_coordinator),
+        bins=shard.bins,
+        feature_names=shard.feature_names,
+        domain_names=shard.domain_names,
+        label_counts=labels,
+        domain_counts=dcounts,
+        timings=dict(shard.timings),
+        classes=shard.classes,
+        extra=shard.extra,
+    )
+
+
+def split_valid(comm, shard: Shard, fraction: float, seed: int) -> tuple[Shard, Shard]:
+    """Collective: (training part, validation part) of ``shard`` by :func:`valid_mask`.
+
+    Raises CollectiveError (every rank alike) when a part would hold no rows.
+    """
+    mask = valid_mask(shard, fraction, seed, comm)
+    train_part, valid_part = _subset(shard, ~mask, comm), _subset(shard, mask, comm)
+    if valid_part.n_global == 0:
+        raise CollectiveError(f"--valid-fraction {fraction} of {shard.n_global:,} rows leaves no validation rows")
+    return train_part, valid_part
+
+
+VALID_METRICS = ("error", "auc")
+
+
+def auc(scores: np.ndarray, y: np.ndarray) -> float:
+    """The area under the ROC curve of ``scores`` for labels ``y`` (+1 positive): the Mann-Whitney statistic,
+    tied scores counting one half; 0.5 where one class is absent (no ranking to judge)."""
+    scores, pos = np.asarray(scores, dtype=np.float64), np.asarray(y) > 0
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return 0.5
+    order = np.argsort(scores, kind="stable")
+    sorted_scores = scores[order]
+    ranks = np.empty(len(scores))
+    # the mean rank of each run of equal scores (ranks 1..n)
+    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
+    ends = np.r_[starts[1:], len(scores)]
+    mean_rank = (starts + ends + 1) / 2.0
+    ranks[order] = np.repeat(mean_rank, ends - starts)
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+
+
+def _valid_auc_loss(scorer: Scorer, vshard: Shard, proto: Protocol) -> float:
+    """Collective: 1 - AUC of the validation rows (a task model: the mean over its tasks), the same on every
+    rank: the center gathers the rows' scores in the global row order, computes it, and sends the one value.
+    The labels and tasks do not change between rounds: they are gathered once."""
+    comm = proto.comm
+    if not hasattr(scorer, "_auc_rows"):
+        y = comm.gatherv(np.ascontiguousarray(vshard.y, dtype=np.int64))
+        task = comm.gatherv(np.ascontiguousarray(vshard.domain, dtype=np.int64)) \
+            if scorer.model.takes_task else None
+        scorer._auc_rows = (y, task)
+    scores = comm.gatherv(np.ascontiguousarray(scorer.scores, dtype=np.float64))
+    loss = None
+    if comm.is_center:
+        y, task = scorer._auc_rows
+        if task is None:
+            loss = 1.0 - auc(scores, y)
+        else:
+            values = [auc(scores[task == k], y[task == k]) for k in np.unique(task)]
+            loss = 1.0 - float(np.mean(values)) if values else 0.5
+    return float(comm.bcast(loss))
+
+
+def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Protocol) -> Optional[float]:
+    """Collective: the validation error of the model so far (None without validation data).
+
+    A model with one ensemble per task is judged by the mean of its tasks'
+    errors (every task counts alike, however many validation rows it has);
+    other models by the error over all validation rows.
+    """
+    if scorer is None:
+        return None
+    scorer.update()
+    if getattr(scorer, "metric", "error") == "auc":
+        return _valid_auc_loss(scorer, vshard, proto)
+    if scorer.model.takes_task:
+        J = len(scorer.model.domain_names or []) or 1  # the model's tasks: the same on every rank
+        task = np.asarray(vshard.domain, dtype=np.int64)
+        local = np.concatenate([scorer.errors_by_group(vshard.y, task, J), np.bincount(task, minlength=J)])
+        counts = proto.reduce_counts(local.astype(np.int64))
+        wrong, rows = counts[:J], counts[J:]
+        has = rows > 0
+        return float(np.mean(wrong[has] / rows[has])) if has.any() else 0.0
+    wrong = scorer.errors(vshard.y)
+    return proto.reduce_counts(np.array([wrong]))[0] / vshard.n_global
+
+
+def check_validation(algorithm: str, params: Optional[dict], *, valid: Optional[Sequence[str]],
+                     valid_fraction: Optional[float], best_round: bool, patience: Optional[int]) -> None:
+    """The validation options agree with each other (CollectiveError naming them; no data needed)."""
+    if valid_fraction is not None:
+        if not 0 < valid_fraction <= MAX_VALID_FRACTION:
+            raise CollectiveError(f"--valid-fraction must be in (0, {MAX_VALID_FRACTION}], got {valid_fraction}")
+        if valid:
+            raise CollectiveError("give either --valid FILE or --valid-fraction F, not both")
+        one = [k for k in ("train_domain", "target_domain") if (params or {}).get(k) is not None]
+        if one:
+            raise CollectiveError("--valid-fraction holds out rows of every domain, but this run trains on one "
+                                  "(--target or --train-domain): give --valid with rows of that domain")
+    has_valid = bool(valid) or valid_fraction is not None
+    if patience is not None and patience < 1:
+        raise CollectiveError(f"--early-stop must be at least 1 round, got {patience}")
+    if (best_round or patience is not None) and not has_valid:
+        flag = "--best-round" if best_round else "--early-stop"
+        raise CollectiveError(f"{flag} chooses by validation error: give --valid FILE or --valid-fraction F")
+    if (best_round or patience is not None) and not boost.get(algorithm).curve_scores_model:
+        # The per-round validation error scores the plain sum of the stored stumps; such a model's vote is
+        # not that sum, so a round chosen on it would not be the model kept.
+        flag = "--best-round" if best_round else "--early-stop"
+        raise CollectiveError(f"{flag} is not available for {algorithm}: its final vote depends on every round "
+                              "trained, so the validation curve of the rounds does not score the model kept")
+    cls = boost.get(algorithm)
+    for p in cls.parameters:  # a grid of values given for a parameter that is not "auto" would be ignored
+        given = (params or {}).get(p.name + "_grid") if p.grid and cls.has(p.name + "_grid") else None
+        if given is not None and (params or {}).get(p.name) != "auto":
+            raise CollectiveError(f"{cls.declared(p.name + '_grid').flag} applies only with {p.flag} auto")
+    auto = auto_params(algorithm, params)
+    if auto and not has_valid:
+        cls = boost.get(algorithm)
+        flags = ", ".join(f"{cls.declared(k).flag} auto" for k in auto)
+        raise CollectiveError(f"{flags} chooses by validation error: give --valid FILE or --valid-fraction F")
+
+
+def _validation_source(valid: Optional[Sequence[str]], valid_fraction: Optional[float], inputs: _Inputs) -> dict:
+    if valid_fraction:
+        return {"fraction": float(valid_fraction), "rule": "stratified by (domain, class), systematic on the "
+                "global row order with a seeded offset", "n_valid": int(inputs.valid.n_global)}
+    return {"files": [os.path.basename(str(getattr(f, "path", f))) for f in valid or ()],  # in memory: "<arrays>"
+            "n_valid": int(inputs.valid.n_global)}
