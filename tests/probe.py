@@ -140,7 +140,7 @@ def _install() -> None:
     import pkgutil
 
     import mpiboost
-    from mpiboost.driver import batch as train_mod
+    from mpiboost.driver import rounds as train_mod  # the rounds' loop calls round_metrics from there
     from mpiboost import watchdog
     from mpiboost.data import convert, fingerprint, format as fmt, load, synth
 

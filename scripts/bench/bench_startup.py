@@ -5,7 +5,8 @@
 Each measurement runs in a fresh interpreter (a cold import is what a user's script pays): the wall
 time of ``import X`` alone, and of ``import X`` plus one fit of ``--rounds`` trees (31 leaves, 20 rows
 a leaf, the same for both) on the same ``--n`` x ``--d`` generated rows, with the same threads.
-Prints the medians over ``--repeat`` runs and the ratios mpiboost / LightGBM.
+Then the fit alone, in one warm process (imports done), the median of 5. Prints the medians over
+``--repeat`` runs and the ratios mpiboost / LightGBM.
 """
 from __future__ import annotations
 
@@ -32,6 +33,23 @@ mpiboost.train({{"algo": "adaboost", "rounds": {rounds}, "weak-learner": "tree",
 AdaBoostClassifier(rounds={rounds}, weak_learner="tree", loss="logistic", threads={threads}).fit(X, y)""",
     "fit LGBMClassifier": DATA + """import lightgbm
 lightgbm.LGBMClassifier(n_estimators={rounds}, num_threads={threads}, verbose=-1).fit(X, y)""",
+}
+WARM = {  # the fit alone, imports done and the data made, in one process: the median of 5 fits
+    "warm fit mpiboost.train": DATA + """import mpiboost, time, statistics
+ts = []
+for _ in range(5):
+    t0 = time.perf_counter()
+    mpiboost.train({{"algo": "adaboost", "rounds": {rounds}, "weak-learner": "tree", "loss": "logistic",
+                     "threads": {threads}}}, X, y)
+    ts.append(time.perf_counter() - t0)
+print(statistics.median(ts))""",
+    "warm fit LGBMClassifier": DATA + """import lightgbm, time, statistics
+ts = []
+for _ in range(5):
+    t0 = time.perf_counter()
+    lightgbm.LGBMClassifier(n_estimators={rounds}, num_threads={threads}, verbose=-1).fit(X, y)
+    ts.append(time.perf_counter() - t0)
+print(statistics.median(ts))""",
 }
 TIMER = """
 import time, os
@@ -63,6 +81,13 @@ def main() -> int:
     for name, body in CASES.items():
         res[name] = measure(body.format(n=args.n, d=args.d, rounds=args.rounds, threads=args.threads), args.repeat)
         print(f"{name:26s} {res[name] * 1000:8.1f} ms (median of {args.repeat})", flush=True)
+    for name, body in WARM.items():
+        out = subprocess.run([sys.executable, "-c", body.format(n=args.n, d=args.d, rounds=args.rounds,
+                                                                threads=args.threads)],
+                             capture_output=True, text=True, check=True)
+        res[name] = float(out.stdout.strip().splitlines()[-1])
+        print(f"{name:26s} {res[name] * 1000:8.1f} ms (median of 5 in one process)", flush=True)
+    print(f"fit alone: mpiboost / LightGBM = {res['warm fit mpiboost.train'] / res['warm fit LGBMClassifier']:.2f}x")
     print(f"import: mpiboost / lightgbm = {res['import mpiboost'] / res['import lightgbm']:.2f}x; "
           f"import + fit: mpiboost.train / LightGBM = {res['fit mpiboost.train'] / res['fit LGBMClassifier']:.2f}x, "
           f"estimator / LightGBM = {res['fit AdaBoostClassifier'] / res['fit LGBMClassifier']:.2f}x")
