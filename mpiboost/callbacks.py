@@ -106,6 +106,48 @@ class ProgressBar(Callback):
             self.bar = None
 
 
+class RoundLog(Callback):
+    """A line on stderr every ``every`` rounds, on the center: for batch logs, where no progress bar draws.
+
+    ``round t/T, train error, valid error, seconds, rounds/s, ETA``. ``every`` None: a tenth of the rounds
+    when stderr is not a terminal (a job's log), else nothing (the progress bar shows it); 0: never.
+    """
+
+    order = 11
+
+    def __init__(self, every: Optional[int] = None, stream=None) -> None:
+        self.every = every
+        self.stream = stream
+        self.start = 0.0
+        self.t0 = 0
+
+    def on_train_begin(self, env: RoundEnv) -> None:
+        import time
+
+        stream = self.stream or sys.stderr
+        if self.every is None:
+            self.every = 0 if stream.isatty() else max(1, (env.rounds - env.t) // 10)
+        self.stream = stream
+        self.start, self.t0 = time.perf_counter(), env.t
+
+    def on_round_end(self, env: RoundEnv) -> None:
+        if not env.is_center or not self.every or (env.t % self.every and env.t != env.rounds):
+            return
+        import time
+
+        m = env.metrics
+        seconds = time.perf_counter() - self.start
+        rate = (env.t - self.t0) / seconds if seconds > 0 else float("inf")
+        eta = (env.rounds - env.t) / rate if rate > 0 else float("inf")
+        parts = [f"round {env.t}/{env.rounds}"]
+        if m.get("train_error") is not None:
+            parts.append(f"train error {m['train_error']:.4f}")
+        if m.get("valid_error") is not None:
+            parts.append(f"valid error {m['valid_error']:.4f}")
+        parts += [f"{seconds:.1f} s", f"{rate:.2f} rounds/s", f"ETA {eta:.0f} s"]
+        print("mpiboost: " + ", ".join(parts), file=self.stream, flush=True)
+
+
 class _Writer(Callback):
     """A callback that writes a file on the center; a failed write is recorded, never fatal.
 
@@ -150,6 +192,11 @@ class MetricsLog(_Writer):
     def on_train_begin(self, env: RoundEnv) -> None:
         if not env.is_center:
             return
+        if self.path == "-":  # standard output: the records go to the job's log, beside the summary line
+            import sys
+
+            self.file = _Unclosed(sys.stdout)
+            return
         try:
             if self.append and os.path.exists(self.path):
                 keep_rounds_up_to(self.path, max(env.t, self.keep))
@@ -186,6 +233,22 @@ class MetricsLog(_Writer):
             except OSError as exc:
                 self._failed(self.path, exc)
             self.file = None
+
+
+class _Unclosed:
+    """A stream the log writes to but does not own (standard output): ``close`` only flushes."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.flush()
 
 
 def keep_rounds_up_to(path: str, t: int) -> None:

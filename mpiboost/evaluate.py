@@ -32,7 +32,34 @@ def _index(model, score: np.ndarray) -> np.ndarray:
     return model.index_of(score) if hasattr(model, "index_of") else index_of_scores(score)
 
 
+def check_features(model, paths: Sequence[str]) -> None:
+    """Refuse data whose named columns are not the model's, in the model's order (CollectiveError naming them).
+
+    Every rank reads the same file headers, so the refusal is agreed. A file without feature names, or a
+    model without them, is checked by the number of features only (when the rows are read).
+    """
+    from .data.format import inspect
+    from .errors import CollectiveError
+
+    want = list(model.feature_names or [])
+    if not want:
+        return
+    for path in paths:
+        have = list(inspect(path).feature_names or [])
+        if not have or have == want:
+            continue
+        missing = [c for c in want if c not in have]
+        extra = [c for c in have if c not in want]
+        if missing or extra:
+            raise CollectiveError(f"{path}: its features are not the model's (missing: {', '.join(missing[:5]) or 'none'}; "
+                                  f"not the model's: {', '.join(extra[:5]) or 'none'})")
+        moved = [f"{c!r} is column {have.index(c)} here, {j} in the model" for j, c in enumerate(want) if have[j] != c]
+        raise CollectiveError(f"{path}: the model's features in another order ({'; '.join(moved[:4])}): convert the "
+                              "file with the training file's columns in their order")
+
+
 def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool, unseen=None):
+    check_features(model, paths)
     if getattr(model, "kind", None) == "online":  # raw features, no bins
         shard = load_raw(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen,
                          dedicated_coordinator=dedicated)
@@ -101,10 +128,17 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
     errors = int(per_domain.sum())
     if task == "binary":
         report = {"n": n, "error": errors / n, "accuracy": 1 - errors / n, "auc": auc(all_scores, all_y)}
+        full = class_report(confusion, model.classes)  # precision, recall and F1 of each class, the matrix
+        report.update(per_class=full["per_class"], confusion=full["confusion"], macro_f1=full["macro_f1"])
     else:
         report = class_report(confusion, model.classes)
         report.update(n=n, error=errors / n, accuracy=1 - errors / n)  # unseen labels count as errors
     report["classes"] = [lab.plain(c) for c in model.classes]
+    if hasattr(model, "feature_importances"):  # split counts, normalised, most used first (LightGBM's "split")
+        imp = model.feature_importances_
+        names = list(model.feature_names_in_)
+        order = sorted(range(len(imp)), key=lambda j: (-imp[j], j))
+        report["feature_importance"] = {str(names[j]): round(float(imp[j]), 6) for j in order if imp[j] > 0}
     if unseen:
         report["unseen"] = {lab.text(v): c for v, c in sorted(unseen.items(), key=lambda kv: str(kv[0]))}
     if k > 1:
@@ -139,8 +173,24 @@ def predict(
     return out if scores else model.labels_of(out)
 
 
+ARROW_SUFFIXES = (".parquet", ".feather", ".arrow")  # written through pyarrow (the optional ``parquet`` extra)
+
+
+def check_output_format(path: str, option: str = "--out") -> None:
+    """Refuse, before any work, an output whose suffix needs a library that is not installed."""
+    from .errors import InputError
+
+    if path.lower().endswith(ARROW_SUFFIXES):
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise InputError(f"{option} {path}: Parquet and Arrow files are written with pyarrow, which is not "
+                             "installed (pip install 'mpiboost[parquet]'), or give .csv or .npy") from None
+
+
 def write_predictions(path: str, values: np.ndarray, header: str, chunk_rows: int = 1 << 18) -> None:
-    """Write ``.npy`` or ``.csv`` (one column per value of a row; ``header``: the column names), atomically.
+    """Write what the suffix says, atomically: ``.npy``, ``.parquet`` / ``.feather`` / ``.arrow`` (pyarrow:
+    one column per value of a row, named by ``header``), or CSV (any other suffix).
 
     CSV is written in chunks of rows, each one a sign of progress to the
     watchdog (a large prediction file takes minutes to format).
@@ -151,6 +201,22 @@ def write_predictions(path: str, values: np.ndarray, header: str, chunk_rows: in
         if path.endswith(".npy"):
             with open(tmp, "wb") as f:
                 np.save(f, values)
+            return
+        if path.lower().endswith(ARROW_SUFFIXES):
+            import pyarrow as pa
+
+            cols = values.reshape(len(values), -1)
+            names = header.split(",")
+            table = pa.table({n: (cols[:, j].tolist() if cols.dtype.kind in "UO" else cols[:, j])
+                              for j, n in enumerate(names)})
+            if path.lower().endswith(".parquet"):
+                import pyarrow.parquet as pq
+
+                pq.write_table(table, tmp)
+            else:
+                import pyarrow.feather as feather
+
+                feather.write_feather(table, tmp)
             return
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             if values.dtype.kind in "UO":

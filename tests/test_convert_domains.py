@@ -319,7 +319,7 @@ def test_domain_map_syntax_errors(spec, text):
 
 
 def test_max_categories_names_the_line(tmp_path):
-    src = write(tmp_path / "w.csv", "y,c\n" + "".join(f"1,v{i % 6}\n" for i in range(30)))
+    src = write(tmp_path / "w.csv", "y,c\n" + "".join(f"{i % 2},v{i % 6}\n" for i in range(30)))  # two classes
     with pytest.raises(InputError, match=r"w\.csv:7: categorical column 'c' has more than 5 distinct values"):
         convert.convert_csv(src, tmp_path / "w.h5", categorical="c", max_categories=5)
     assert convert.convert_csv(src, tmp_path / "w.h5", categorical="c", max_categories=6).d == 6

@@ -340,3 +340,39 @@ def test_slurm_job_from_spool_copy(srun_mpi, tmp_path):
     assert "--kill-on-bad-exit=1" in argv
     assert "--cpus-per-task=1" in argv
     assert argv[-4:] == [sys.executable, "-m", "mpiboost", "doctor"]
+
+
+def test_the_installed_scripts_are_listed_printed_and_copied_to_a_folder_where_they_run(tmp_path):
+    """`mpiboost scripts`: the package data are the scripts of the checkout; a copy runs on its own."""
+    from mpiboost.cli.commands import LAUNCHERS, launchers_dir
+
+    for name, rel in LAUNCHERS.items():
+        assert (launchers_dir() / rel).read_bytes() == (SCRIPTS / rel).read_bytes()  # scripts/ points there
+    listed = subprocess.run([sys.executable, "-m", "mpiboost", "scripts"], capture_output=True, text=True,
+                            env=mpi_env())
+    assert listed.returncode == 0 and all(name in listed.stdout for name in LAUNCHERS)
+    shown = subprocess.run([sys.executable, "-m", "mpiboost", "scripts", "--show", "slurm"], capture_output=True,
+                           text=True, env=mpi_env())
+    assert shown.stdout == SLURM.read_text() and "#SBATCH --signal=TERM@120" in shown.stdout
+    dest = tmp_path / "cluster"
+    copied = subprocess.run([sys.executable, "-m", "mpiboost", "scripts", "--copy", str(dest)], capture_output=True,
+                            text=True, env=mpi_env())
+    assert copied.returncode == 0, copied.stderr
+    proc = run_script(dest / "slurm" / "train.sbatch", ["doctor"], env={"MPIBOOST_DRY_RUN": "1"}, cwd=tmp_path)
+    assert proc.returncode == 0 and "doctor" in output(proc), output(proc)
+    again = subprocess.run([sys.executable, "-m", "mpiboost", "scripts", "--copy", str(dest)], capture_output=True,
+                           text=True, env=mpi_env())
+    assert again.returncode == 2 and "exists" in again.stderr
+
+
+def test_the_package_data_glob_takes_every_script():
+    import glob
+
+    text = (ROOT / "pyproject.toml").read_text()
+    section = text.split("[tool.setuptools.package-data]", 1)[1].split("\n[", 1)[0]
+    globs = re.findall(r'"([^"]+)"', re.search(r"^mpiboost\s*=\s*\[(.*?)\]", section, re.M | re.S).group(1))
+    taken = {os.path.relpath(p, ROOT / "mpiboost") for g in globs for p in glob.glob(str(ROOT / "mpiboost" / g))}
+    on_disk = {os.path.relpath(p, ROOT / "mpiboost")
+               for p in glob.glob(str(ROOT / "mpiboost" / "launchers" / "**" / "*"), recursive=True)
+               if os.path.isfile(p)}
+    assert on_disk and on_disk <= taken

@@ -87,7 +87,9 @@ def test_predict_and_evaluate(ls_data, tmp_path):
     proc = run_cli(["evaluate", "--model", str(model), "--data", str(test)], n=3)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert set(report) == {"n", "error", "accuracy", "auc", "classes"} and report["n"] == 3000
+    assert set(report) == {"n", "error", "accuracy", "auc", "classes", "per_class", "confusion", "macro_f1",
+                           "feature_importance"} and report["n"] == 3000
+    assert sum(map(sum, report["confusion"]["matrix"])) == 3000
     assert report["classes"] == [-1, 1]
     assert abs(report["error"] + report["accuracy"] - 1) < 1e-12 and 0.5 < report["auc"] <= 1
     for out in ("p.npy", "p.csv"):

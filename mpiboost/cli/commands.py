@@ -229,9 +229,10 @@ def _truncate(model, rounds: int):
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..data import labels as lab
-    from ..evaluate import predict, write_predictions
+    from ..evaluate import check_output_format, predict, write_predictions
     from ..outputs import check_outputs
 
+    check_output_format(args.out)
     comm = _start(args)
     with comm.collective_guard():
         if comm.is_center:
@@ -269,6 +270,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     report = evaluate(comm, model, args.data, dedicated_coordinator=args.dedicated_coordinator)
     if comm.is_center:
         print(json.dumps(report, sort_keys=True), flush=True)
+        if report.get("unseen"):  # labels the model cannot predict: counted as errors, and said where it is seen
+            shown = ", ".join(f"{v!r} ({c:,} rows)" for v, c in list(report["unseen"].items())[:5])
+            print(f"mpiboost: warning: {sum(report['unseen'].values()):,} of {report['n']:,} rows have labels the model "
+                  f"does not know ({shown}; its classes: {report['classes']}): they count as errors",
+                  file=sys.stderr, flush=True)
     comm.barrier()  # no rank stops its watchdog while the center still works
     return 0
 
@@ -336,6 +342,44 @@ def cmd_validate(args: argparse.Namespace) -> int:
         }
         print(json.dumps(report, sort_keys=True), flush=True)
     comm.barrier()
+    return 0
+
+
+LAUNCHERS = {"slurm": "slurm/train.sbatch", "pbs": "pbs/train.pbs", "ec2": "ec2/run.sh"}
+
+
+def launchers_dir():
+    """Where the cluster scripts are: package data of the installed mpiboost (``mpiboost/launchers``)."""
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent / "launchers"
+
+
+@_serial
+def cmd_scripts(args: argparse.Namespace) -> int:
+    """List, print or copy the cluster scripts (Slurm, PBS, EC2 and the launch library they share)."""
+    import shutil
+
+    root = launchers_dir()
+    if not (root / "lib" / "launch.sh").is_file():
+        raise InputError(f"{root}: the cluster scripts are not installed with this mpiboost")
+    if args.show:
+        sys.stdout.write((root / LAUNCHERS[args.show]).read_text(encoding="utf-8"))
+        return 0
+    if args.copy:
+        dest = os.path.abspath(args.copy)
+        parts = ["lib", *sorted({v.split("/")[0] for v in LAUNCHERS.values()})]
+        clash = [os.path.join(dest, p) for p in parts if os.path.exists(os.path.join(dest, p))]
+        if clash:
+            raise InputError(f"--copy {args.copy}: {clash[0]} exists; copy into a new or empty folder")
+        for part in parts:
+            shutil.copytree(root / part, os.path.join(dest, part))
+        print(f"copied {', '.join(parts)} to {dest}: e.g. sbatch {os.path.join(dest, LAUNCHERS['slurm'])} doctor",
+              flush=True)
+        return 0
+    for name, rel in LAUNCHERS.items():
+        print(f"{name:6s} {root / rel}")
+    print(f"lib    {root / 'lib'} (shared by the scripts; copy them with --copy DIR)")
     return 0
 
 
@@ -484,6 +528,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 holds no rows")
     add_stall_timeout(p)
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser(
+        "scripts",
+        help="the cluster scripts (Slurm, PBS, EC2): list, print or copy them",
+        description="List the cluster scripts installed with mpiboost, print one (--show), or copy them with "
+        "the launch library they share into a new folder (--copy DIR).",
+    )
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--show", choices=sorted(LAUNCHERS), help="print one script")
+    g.add_argument("--copy", metavar="DIR", help="copy every script and their library into DIR")
+    p.set_defaults(func=cmd_scripts)
 
     p = sub.add_parser(
         "doctor",

@@ -61,7 +61,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--early-stop", type=int, default=None, metavar="K",
                    help="with validation: stop when K rounds in a row did not lower the best validation error "
                    "(implies --best-round)")
-    p.add_argument("--metrics", metavar="M.jsonl", help="per-round metrics, one JSON object per line")
+    p.add_argument("--log-every", type=int, default=None, metavar="N",
+                   help="a line on stderr every N rounds: round, errors, seconds, rounds/s, ETA (default: a tenth "
+                   "of the rounds when stderr is not a terminal, as in a batch job's log; 0: never)")
+    p.add_argument("--metrics", metavar="M.jsonl",
+                   help="per-round metrics, one JSON object per line (- : to standard output, on the center)")
     p.add_argument("--checkpoint", metavar="C.h5", help="save the partial model here during training")
     p.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
                    help="checkpoint interval in rounds (default 10)")
@@ -69,7 +73,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dedicated-coordinator", action="store_true", help="rank 0 coordinates and holds no rows")
     p.add_argument("--threads", type=int, default=0, help="OpenMP threads per rank (default: cores / ranks on the node)")
     add_stall_timeout(p)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no round log (unless --log-every)")
 
 
 def add_stall_timeout(p: argparse.ArgumentParser) -> None:
@@ -120,6 +124,8 @@ def check_common(args: argparse.Namespace) -> None:
         raise CollectiveError(f"--rounds must be in 1..{MAX_ROUNDS:,}, got {args.rounds}")
     if not 0 <= args.seed <= MAX_SEED:
         raise CollectiveError(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
+    if args.log_every is not None and args.log_every < 0:
+        raise CollectiveError(f"--log-every must be 0 (never) or a number of rounds, got {args.log_every}")
     if args.checkpoint_every is not None and args.checkpoint_every < 1:
         raise CollectiveError(f"--checkpoint-every must be at least 1, got {args.checkpoint_every}")
     check_threads(args.threads)
@@ -129,6 +135,40 @@ def check_common(args: argparse.Namespace) -> None:
         raise CollectiveError("--checkpoint-every needs --checkpoint FILE")
     if args.valid_fraction is not None and not math.isfinite(args.valid_fraction):
         raise CollectiveError(f"--valid-fraction must be a number in (0, 0.5], got {args.valid_fraction}")
+
+
+# What the schedulers set for the tasks of a job step: (variable of the task count, variable present inside a
+# launched task). A task count above 1 with an MPI world of 1 rank means the tasks were not wired to one MPI job.
+SCHEDULER_TASKS = (("SLURM_NTASKS", "SLURM_PROCID"), ("PBS_NP", None))
+
+
+def check_launcher(comm, env=None) -> None:
+    """Refuse a run whose scheduler started N > 1 tasks that MPI does not join (each would train on all rows).
+
+    Inside a Slurm step (``SLURM_PROCID`` set) with ``SLURM_NTASKS`` > 1 but an MPI world of one rank, the
+    tasks are independent copies: an agreed error, exit 2. A batch script that runs one process in an
+    allocation of several tasks (no ``srun``) only gets a warning: it may be meant, but it uses one rank.
+    """
+    import sys
+
+    env = os.environ if env is None else env
+    if comm.size != 1:
+        return
+    for count, inside in SCHEDULER_TASKS:
+        try:
+            n = int(env.get(count, "1"))
+        except ValueError:
+            continue
+        if n <= 1:
+            continue
+        if inside and inside in env:
+            raise CollectiveError(
+                f"{count}={n} but MPI sees 1 rank: the {n} tasks are not one MPI job (each would train on every row "
+                "alone). Launch with `srun --mpi=pmix` (or pmi2) against the MPI that mpi4py uses, or with mpiexec; "
+                "`mpiboost doctor` shows which MPI that is")
+        print(f"mpiboost: warning: {count}={n} but this run has 1 rank: start it with srun or mpiexec to use the "
+              f"allocation's {n} tasks", file=sys.stderr, flush=True)
+        return
 
 
 def check_threads(threads: int) -> None:
@@ -306,12 +346,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     check_validation(args.algo, params, valid=args.valid, valid_fraction=args.valid_fraction,
                      best_round=args.best_round, patience=args.early_stop)
     comm = world()
-    outputs = [("--model", args.model), ("--metrics", args.metrics), ("--checkpoint", args.checkpoint)]
+    check_launcher(comm)
+    # --metrics -: the records go to standard output, no file to check
+    outputs = [("--model", args.model), ("--metrics", None if args.metrics == "-" else args.metrics),
+               ("--checkpoint", args.checkpoint)]
     with comm.collective_guard():
         if comm.is_center:  # the center writes every output
             check_outputs(outputs, _inputs(args, data, params))
     watchdog.start(comm, timeout)
-    callbacks = [cb.ProgressBar(False if args.quiet else None)]
+    callbacks = [cb.ProgressBar(False if args.quiet else None),
+                 cb.RoundLog(0 if args.quiet and args.log_every is None else args.log_every)]
     writers = []
     if args.metrics:
         metrics_log = cb.MetricsLog(args.metrics, append=args.resume)
@@ -328,14 +372,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         metrics_log.keep = resume.n_rounds  # like the checkpoint, the log keeps the rounds the checkpoint holds
     if args.checkpoint:
         writers.append(cb.Checkpoint(args.checkpoint, args.checkpoint_every or 10, keep=resume.n_rounds if resume else 0))
+    from .. import signals
     from ..api import train_files
 
+    signals.install()  # SIGTERM / SIGUSR1: stop after the current round, with the checkpoint (signals.py)
     run = {"algo": args.algo, "rounds": args.rounds, "seed": args.seed, "valid_fraction": args.valid_fraction,
            "valid_metric": args.valid_metric, "best_round": args.best_round, "early_stop": args.early_stop,
            "threads": args.threads, "dedicated_coordinator": args.dedicated_coordinator}
     model = train_files({**run, **params}, data, valid=args.valid, comm=comm, callbacks=callbacks + writers,
                         resume=resume)
     result = TrainResult(model, model.summary_)
+    if str(result.summary.get("stop_reason", "")).startswith("stopped by SIG"):
+        return _preempted(comm, args, result, writers)
     from .. import boost, source_trust
 
     if boost.get(args.algo).empty_model_fails:
@@ -380,6 +428,25 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _preempted(comm, args: argparse.Namespace, result, writers) -> int:
+    """A run stopped by SIGTERM / SIGUSR1: the checkpoint is written (by its callback), no model; exit 75."""
+    import sys
+
+    from ..signals import PREEMPTED_EXIT
+
+    s = result.summary
+    lost = "; ".join(w.failure for w in writers if w.failure)
+    if comm.is_center:
+        kept = (f"checkpoint {args.checkpoint} holds round {s['rounds_trained'] if 'rounds_trained' in s else s['rounds']}"
+                f"; continue with the same command and --resume" if args.checkpoint and not lost else
+                "no --checkpoint was given, so the rounds trained are lost" if not args.checkpoint else
+                f"but the checkpoint could not be written ({lost})")
+        print(f"mpiboost: {s['stop_reason']} after round {s['rounds']} of {args.rounds}: no model was saved to "
+              f"{args.model}; {kept} (exit {PREEMPTED_EXIT})", file=sys.stderr, flush=True)
+    comm.barrier()
+    return PREEMPTED_EXIT
+
+
 def _train_online(args: argparse.Namespace) -> int:
     from .. import watchdog
     from ..comm import world
@@ -393,6 +460,7 @@ def _train_online(args: argparse.Namespace) -> int:
     timeout = stall_timeout(args.stall_timeout)
     params = algorithm_params(args)
     comm = world()
+    check_launcher(comm)
     watchdog.start(comm, timeout)
     return online_train.run(comm, args, params)
 

@@ -388,6 +388,16 @@ def _plan(comm, paths, dedicated_coordinator, blocks=None):
     return files, layout, start, stop
 
 
+def refuse_unlabelled(files, task) -> None:
+    """A file converted without labels (``--no-label``) holds rows to score: an agreed error where labels count."""
+    if task is None:
+        return
+    for f in files:
+        if (getattr(f, "attrs", None) or {}).get("unlabelled"):
+            raise CollectiveError(f"{f.path}: the file has no labels (converted with --no-label): it holds rows to "
+                                  "score with `mpiboost predict`, not to train or evaluate on")
+
+
 def load(
     comm,
     paths: Sequence[str | os.PathLike],
@@ -453,6 +463,7 @@ def load(
     clock = time.perf_counter
     t0 = clock()
     files, layout, start, stop = _plan(comm, paths, dedicated_coordinator, blocks)
+    refuse_unlabelled(files, task)
     mode = _domain_mode(files, domains)
     y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode, classes, unseen)
     d = files[0].d
@@ -512,6 +523,7 @@ def load_raw(
 ) -> Shard:
     """Collective: like :func:`load` but keep this rank's raw feature values (no binning)."""
     files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
+    refuse_unlabelled(files, task)
     mode = _domain_mode(files, domains)
     y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode, classes, unseen)
     dtype = np.result_type(*[f.x_dtype for f in files])

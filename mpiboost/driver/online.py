@@ -224,14 +224,17 @@ def run(comm, args, params: dict) -> int:
 
     with comm.collective_guard():
         if comm.is_center:
-            check_outputs([("--model", args.model), ("--metrics", args.metrics),
+            check_outputs([("--model", args.model), ("--metrics", None if args.metrics == "-" else args.metrics),
                            ("--predictions", args.predictions)], [("--data", f) for f in args.data])
     model, summary, records = stream(comm, args.algo, params, args.data, args.stream, args.seed,
                                      predictions=args.predictions, progress=False if args.quiet else None,
                                      model_path=args.model)
     if comm.is_center:
         message = save_model(model, args.model) or ""
-        if args.metrics:
+        if args.metrics == "-":  # standard output: the records, then the summary line below
+            for r in records + [{"summary": summary}]:
+                print(json.dumps(r, sort_keys=True), flush=True)
+        elif args.metrics:
             try:
                 with atomic_path(args.metrics) as tmp:
                     with open(tmp, "w", encoding="utf-8") as f:

@@ -83,11 +83,13 @@ def check_resume_params(ckpt: Model, algo: Algorithm) -> None:
 
 
 def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard, proto,
-           history: Optional[list] = None) -> int:
+           history: Optional[list] = None, replayed: Optional[dict] = None) -> int:
     """Collective: re-apply a checkpoint's rounds (``apply`` only); the number of rounds done.
 
     With ``history`` (a list), the validation error after each replayed round
-    is appended to it (the round choice of a resumed run needs the whole curve).
+    is appended to it (the round choice of a resumed run needs the whole curve);
+    ``replayed`` (a dict) receives the last replayed round's ``apply`` output
+    (its training errors: the summary's figures when no round is left to run).
     """
     if resume is None:
         return 0
@@ -97,7 +99,10 @@ def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard
         if r == 0:
             continue  # round 0: stumps the algorithm's setup builds itself (a start model), not a round
         (stump, coef, k), rest = members[0], members[1:]
-        algo.apply(Hypothesis(stump, coef, domain=k, more=tuple((s, c) for s, c, _ in rest)))
+        out = algo.apply(Hypothesis(stump, coef, domain=k, more=tuple((s, c) for s, c, _ in rest)))
+        if replayed is not None:
+            replayed.clear()
+            replayed.update(out or {})
         done += 1
         if history is not None:
             history.append(_valid_error(scorer, vshard, proto))

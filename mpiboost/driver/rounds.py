@@ -4,7 +4,7 @@ from __future__ import annotations
 import time
 from typing import Optional, Sequence, TYPE_CHECKING
 
-from .. import watchdog
+from .. import signals, watchdog
 from ..callbacks import RoundEnv, sorted_callbacks
 from ..errors import InputError
 from .validation import _valid_error
@@ -98,12 +98,16 @@ def run_rounds(comm, algo: Algorithm, inputs: _Inputs, scorer, proto, done: int,
         phase["apply"] += t2 - t1
         phase["valid"] += t3 - t2
         seconds = {"select": t1 - t0, "apply": t2 - t1, "valid": t3 - t2}
+        got = signals.agreed(comm) if signals.armed() else None  # a preemption: every rank stops after this round
         last = round_metrics(t, h, out, algo.n_train(inputs.shard), verr, comm.bytes.take_round(), seconds)
         env.t, env.metrics = t, last
         watchdog.tick()
         stop = False
         for cb in callbacks:
             stop = bool(cb.on_round_end(env)) or stop
+        if got is not None and t < rounds:
+            stop_reason = f"stopped by {got}"
+            break
         if stop:
             stop_reason = "stopped by a callback"
             break

@@ -11,6 +11,7 @@ from ..protocol import Protocol
 from .algorithm import _with, make_algorithm
 from .resume import replay
 from .rounds import run_rounds, setup
+from .validation import _valid_error
 
 if TYPE_CHECKING:  # annotations only
     from ..callbacks import Callback
@@ -28,12 +29,20 @@ def _run_once(comm, algorithm: str, params: dict, rounds: int, inputs: _Inputs, 
     if info:
         algo.model.info = dict(info)  # checkpoints carry what the run chose before its rounds (the search)
     history: Optional[list] = [] if chooser is not None else None
-    done = replay(algo, resume, rounds, scorer, inputs.valid, proto, history)
+    replayed: dict = {}
+    done = replay(algo, resume, rounds, scorer, inputs.valid, proto, history, replayed)
     comm.bytes.take_round()  # loading, binning, setup and replay are not part of round 1
     t_rounds = time.perf_counter()
     sent_before = comm.bytes.sent
     cbs = list(callbacks) + ([chooser] if chooser is not None else [])
     stop_reason, last, phase = run_rounds(comm, algo, inputs, scorer, proto, done, rounds, cbs, run, history or ())
+    if not last and replayed:  # every round asked for came from the checkpoint: the figures of its last one
+        last = dict(replayed)
+        if "train_errors" in last:
+            last["train_error"] = last.pop("train_errors") / algo.n_train(inputs.shard)
+        verr = _valid_error(scorer, inputs.valid, proto)
+        if verr is not None:
+            last["valid_error"] = verr
     return algo, proto, stop_reason, last, phase, time.perf_counter() - t_rounds, sent_before
 
 

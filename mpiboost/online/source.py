@@ -84,6 +84,9 @@ def scan(paths: Sequence[str | os.PathLike], nominal="auto", chunk_rows: int = S
     files: list[FileInfo] = [p if isinstance(p, FileInfo) else inspect(p) for p in paths]  # paths or in-memory rows
     if not files:
         raise InputError("no data files given")
+    from ..data.load import refuse_unlabelled
+
+    refuse_unlabelled(files, "stream")
     d = files[0].d
     for f in files[1:]:
         if f.d != d:

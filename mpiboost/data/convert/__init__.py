@@ -109,6 +109,9 @@ __all__ = ["ConvertResult", "add_arguments", "convert_amazon", "convert_csv", "c
 # (option, attribute) of the options each format accepts beyond the common ones.
 _CSV_ONLY = (
     ("--label-column", "label_column"),
+    ("--no-label", "no_label"),
+    ("--task", "task"),
+    ("--encoding", "encoding"),
     ("--domain-column", "domain_column"),
     ("--delimiter", "delimiter"),
     ("--no-header", "no_header"),
@@ -163,6 +166,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     csv_opts = parser.add_argument_group("CSV options")
     csv_opts.add_argument(
         "--label-column", metavar="C", help="label column: name or 0-based index (default: first column)"
+    )
+    csv_opts.add_argument(
+        "--no-label", action="store_true",
+        help="the file has no label column (new rows to score): every column is a feature; the output is "
+        "marked unlabelled, for predict (train and evaluate refuse it)"
+    )
+    csv_opts.add_argument(
+        "--encoding", metavar="E",
+        help="the file's text encoding (default utf-8, a byte-order mark allowed); a byte that is not of it is an "
+        "error naming the line (e.g. --encoding latin-1)"
+    )
+    csv_opts.add_argument(
+        "--task", choices=("auto", "classification"), default=None,
+        help="classification: the label's values are classes even if they are many numbers (auto, the default, "
+        "warns when a numeric label has more than 30 values: a continuous target?)"
     )
     csv_opts.add_argument(
         "--domain-column", metavar="C", help="domain column: name or 0-based index (default: none)"
@@ -293,6 +311,9 @@ def run(args: argparse.Namespace) -> int:
             domain_map=args.domain_map,
             keep_domain_feature=bool(args.keep_domain_feature),
             drop_columns=args.drop_columns,
+            no_label=bool(args.no_label),
+            task=args.task or "auto",
+            encoding=args.encoding,
         )
     else:
         given = [opt for opt, value in (("--n-features", args.n_features), ("--positive-label", args.positive_label))

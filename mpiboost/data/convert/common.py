@@ -74,9 +74,10 @@ class ConvertResult:
         doms = f", {self.n_domains} domain{'s' * (self.n_domains != 1)}" if self.n_domains is not None else ""
         if self.domain_counts and len(self.domain_counts) <= 12:
             doms += " (" + ", ".join(f"{k}: {v:,}" for k, v in self.domain_counts.items()) + ")"
+        labels = f"labels {labels}" if items else "no labels (rows to score)"
         return (
             f"converted {self.source}: {self.n:,} rows x {self.d} features ({self.x_dtype}), "
-            f"labels {labels}{doms} -> {self.out} in {self.seconds:.2f} s"
+            f"{labels}{doms} -> {self.out} in {self.seconds:.2f} s"
         )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from itertools import chain
@@ -286,7 +287,7 @@ class _CsvParser:
         self.d = pos
         self._num_idx = np.asarray(self.num_pos, dtype=np.intp)
         self.ncols_origin = ncols_origin
-        self._get_label = itemgetter(label)
+        self._get_label = itemgetter(label) if label != NO_LABEL else None
         self._get_domain = itemgetter(domain) if domain is not None else None
         self._get_features = itemgetter(*self.numeric) if self.numeric else None
         self._get_cat = {c: itemgetter(c) for c in self.cat}
@@ -319,10 +320,13 @@ class _CsvParser:
         m = len(rows)
         if min(map(len, rows)) != self.ncols or max(map(len, rows)) != self.ncols:
             raise _Retry
-        try:
-            y = np.asarray(self.labels.map_all(list(map(self._get_label, rows))), dtype=self.labels.code_dtype)
-        except _Invalid:
-            raise _Retry from None
+        if self._get_label is None:  # no labels: y holds zeros, and the file says it is unlabelled
+            y = np.zeros(m, dtype=np.int8)
+        else:
+            try:
+                y = np.asarray(self.labels.map_all(list(map(self._get_label, rows))), dtype=self.labels.code_dtype)
+            except _Invalid:
+                raise _Retry from None
         dom = None
         if self._get_domain is not None:
             dom = self._domains(list(map(self._get_domain, rows)))
@@ -400,7 +404,8 @@ class _CsvParser:
             if len(row) != self.ncols:
                 raise _BadRow(r, f"expected {self.ncols} columns ({self.ncols_origin}), found {len(row)}")
             try:
-                self.labels.lookup(row[self.label])
+                if self.label != NO_LABEL:
+                    self.labels.lookup(row[self.label])
             except _Invalid as exc:
                 raise _BadRow(r, str(exc)) from None
             if self.domain is not None:
@@ -459,13 +464,61 @@ class _ReadOptions:
     names: Optional[list[str]]
     skip_lines: int
     comment: Optional[str]
+    encoding: str = "utf-8-sig"  # strict: bytes that are not this encoding are an error naming the line
 
     def open(self, src: _Source) -> _Table:
         return _open_table(src, self.delim, self.header, self.names, self.skip_lines, self.comment)
 
     def source(self, path: PathLike) -> _Source:
         # The csv module wants newline="" so quoted fields may hold line breaks.
-        return _Source(path, newline="" if self.delim is not None else None)
+        return _Source(path, newline="" if self.delim is not None else None, encoding=self.encoding)
+
+
+NO_LABEL = -1  # the label "column" of a file without labels (--no-label): every column is a feature
+# Column names that say "I am the label": without --label-column, such a column elsewhere than first is an error
+# (the first column would be taken silently), and a first column named otherwise is taken with a warning.
+LABEL_NAMES = frozenset({"label", "labels", "class", "classes", "target", "y", "outcome", "response", "category"})
+
+
+MANY_NUMERIC_CLASSES = 30  # beyond this many numeric label values, a continuous target is the likelier reading
+TASKS = ("auto", "classification")
+
+
+def _check_label_values(name: str, column: str, counts: dict, task: str, by_default: bool) -> None:
+    """One class from the first-column default is refused (the wrong column, most likely); many numeric values
+    are announced (a continuous target?)."""
+    present = {k: v for k, v in counts.items() if v}
+    if len(present) == 1 and by_default:
+        (value, n), = present.items()
+        raise InputError(f"{name}: the label column '{column}' (the first column: the default) holds one value, "
+                         f"{value!r}, in all {n:,} rows: nothing to learn; give --label-column (or --no-label for "
+                         "rows to score)")
+    numeric = all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in present)
+    if task == "auto" and numeric and len(present) > MANY_NUMERIC_CLASSES:
+        print(f"mpiboost: warning: {name}: the label column '{column}' has {len(present)} distinct numeric values, "
+              "each a class: is it a continuous target? mpiboost classifies (give --task classification to confirm, "
+              "or bin the target into classes first)", file=sys.stderr, flush=True)
+
+
+def _default_label(t: "_Table", label_column, no_label: bool) -> Optional[str]:
+    """Refuse the first-column default of the label where another column is named like it; else the warning
+    to give once the conversion succeeds (None: none to give). Only when no --label-column is given."""
+    if label_column is not None or no_label:
+        return None
+    names = t.names
+    if not names:
+        return None  # no header: the first column is the documented default (LIBSVM-like files)
+    first = names[0].strip().lower()
+    if first in LABEL_NAMES:
+        return None
+    named = [(c, n) for c, n in enumerate(names) if n.strip().lower() in LABEL_NAMES]
+    if named:
+        c, n = named[0]
+        raise InputError(f"{t.where}: no --label-column given, and column {c} '{n}' looks like the label while the "
+                         f"default, the first column, is '{names[0]}': give --label-column {n} (or --label-column "
+                         f"{names[0]} to use the first)")
+    return (f"mpiboost: warning: {t.where}: the label is the first column, '{names[0]}' (the default; give "
+            "--label-column NAME to choose another, or --no-label for rows to score)")
 
 
 def _feature_columns(
@@ -474,8 +527,9 @@ def _feature_columns(
     domain_column: Optional[ColumnSpec],
     keep_domain: bool,
     drop: Optional[Sequence[ColumnSpec]] = None,
+    no_label: bool = False,
 ) -> tuple[int, Optional[int], list[int]]:
-    label = t.resolve(0 if label_column is None else label_column, "--label-column")
+    label = NO_LABEL if no_label else t.resolve(0 if label_column is None else label_column, "--label-column")
     domain = None
     if domain_column is not None:
         domain = t.resolve(domain_column, "--domain-column")
@@ -537,13 +591,14 @@ def _collect_categories(
     max_categories: int,
     limit: Optional[int],
     drop: Optional[Sequence[ColumnSpec]] = None,
+    no_label: bool = False,
 ) -> dict[str, list[str]]:
     """Pass 1: the sorted categories of the categorical columns, over ``sources``."""
     collector: Optional[_Collector] = None
     for path in sources:
         with opts.source(path) as src, _Progress(src, "categories"):
             t = opts.open(src)
-            label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain, drop)
+            label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain, drop, no_label)
             if collector is None:
                 if spec == "auto":
                     collector = _Collector({}, {t.key(c): c for c in features}, max_categories)
@@ -594,8 +649,18 @@ def convert_csv(
     domain_map: Optional[str] = None,
     keep_domain_feature: bool = False,
     drop_columns: Union[None, str, Sequence[ColumnSpec]] = None,
+    no_label: bool = False,
+    task: str = "auto",
+    encoding: Optional[str] = None,
 ) -> ConvertResult:
     """Convert a delimited text file (one row per record) to an HDF5 data file.
+
+    ``encoding``: the file's text encoding (default UTF-8, with or without a byte-order mark); a byte that is
+    not of it is an error naming the line, never replaced. ``task``: ``"classification"`` confirms a numeric label of many values (``"auto"`` warns about it: a
+    continuous target read as classes).
+
+    ``no_label``: the file has no label column (new rows to score): every column not dropped is a feature,
+    and the output is marked unlabelled (``predict`` scores it; ``train`` and ``evaluate`` refuse it).
 
     Parameters
     ----------
@@ -713,8 +778,14 @@ def convert_csv(
     if categories_out is not None and cat_spec is None and categories_in is None:
         raise InputError("--categories-out needs --categorical or --categories-in")
     _check_side_out(categories_out, "--categories-out", out, [path, *(categories_from or [])])
+    if task not in TASKS:
+        raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
+    if no_label and (label_column is not None or positive_label is not None or label_strip is not None):
+        given = [o for o, v in (("--label-column", label_column), ("--positive-label", positive_label),
+                                ("--label-strip", label_strip)) if v is not None]
+        raise InputError(f"{', '.join(given)}: not with --no-label (the file has no label column)")
     dmap = _DomainMap(domain_map) if domain_map is not None else None
-    opts = _ReadOptions(delim, header, given_names, skip_lines, comment_char)
+    opts = _ReadOptions(delim, header, given_names, skip_lines, comment_char, encoding or "utf-8-sig")
     drop_spec = _split_list(drop_columns, "--drop-columns")
     labels = _LabelMap(positive_label, numeric=False, strip=label_strip, hint=CAP_HINT)
     counts = _Counts(labels.deferred)
@@ -732,15 +803,17 @@ def convert_csv(
                 raise InputError(f"{os.fspath(out)}: the output file is a --categories-from file")
         cats = _collect_categories(
             sources, opts, cat_spec, label_column, domain_column, keep_domain_feature, max_categories,
-            limit if not categories_from else None, drop_spec,
+            limit if not categories_from else None, drop_spec, no_label,
         )
         if categories_from:
             cats_source = ", ".join(os.fspath(s) for s in categories_from)
 
     with opts.source(path) as src:
         t = opts.open(src)
-        label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain_feature, drop_spec)
+        label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain_feature, drop_spec,
+                                                   no_label)
         dropped = _dropped_columns(t, drop_spec, label, domain)
+        default_warning = _default_label(t, label_column, no_label)
         categorical_cols: dict[int, tuple[str, list[str]]] = {}
         what = f"from {cats_source}" if cats_source else "categorical"
         for key, values in cats.items():
@@ -786,6 +859,8 @@ def convert_csv(
             raise InputError(f"{t.where}: --n-features {n_features}, but the file gives {d} features")
         feature_names = parser.feature_names(t.names)
         attrs = {"source": os.path.basename(name), "source_format": "csv"}
+        if no_label:
+            attrs["unlabelled"] = 1  # y holds zeros: rows to score, not to train or evaluate on
         if categorical_cols:
             attrs["categorical_columns"] = ",".join(key for key, _ in categorical_cols.values())
         if dmap is not None:
@@ -802,7 +877,7 @@ def convert_csv(
             feature_names=feature_names,
             attrs=attrs,
             compression=compression,
-            deferred_y=labels.deferred,
+            deferred_y=labels.deferred and not no_label,
         ) as w:
             for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit):
                 X, y, dom = parser.parse(lines, rows)
@@ -817,20 +892,25 @@ def convert_csv(
                 domain_names = list(parser.domain_names)
             w.domain_names = domain_names
             resolved = None
-            if labels.deferred:
+            if labels.deferred and not no_label:
                 resolved = labels.resolve()
                 w.relabel(resolved.table, resolved.y_dtype, classes=resolved.file_classes)
+            if not no_label:  # before the file is kept
+                _check_label_values(name, columns[label], counts.as_dict(resolved), task,
+                                    label_column is None and positive_label is None)
             if categories_out is not None:
                 write_categories(categories_out, {key: list(values) for key, values in categorical_cols.values()})
             n = w.n
     n_domains = len(dcounts.ids()) if domain is not None else None
+    if default_warning:
+        print(default_warning, file=sys.stderr, flush=True)
     _warn_unmatched(labels, positive_label)
     warn_unknown(parser.cat, lambda c: columns[c], unknown_category, cats_source)
     if dmap is not None:
         dmap.warn_unused()
     seconds = time.perf_counter() - t0
     return ConvertResult(
-        name, os.fspath(out), n, d, str(x_dtype), counts.as_dict(resolved), n_domains, seconds,
+        name, os.fspath(out), n, d, str(x_dtype), {} if no_label else counts.as_dict(resolved), n_domains, seconds,
         domain_counts=dcounts.as_dict(domain_names) if domain is not None else None,
     )
 

@@ -27,8 +27,9 @@ _READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error)
 class _Source:
     """A text input file, decompressed by extension, read line by line."""
 
-    def __init__(self, path: PathLike, newline: Optional[str] = None):
+    def __init__(self, path: PathLike, newline: Optional[str] = None, encoding: Optional[str] = None):
         self.name = os.fspath(path)
+        self.encoding = encoding
         if not os.path.exists(self.name):
             raise InputError(f"{self.name}: no such file")
         if os.path.isdir(self.name):
@@ -43,9 +44,18 @@ class _Source:
             raise InputError(f"{self.name}: cannot open ({exc.strerror or exc})") from None
         opener = _DECOMPRESSORS.get(os.path.splitext(self.name)[1].lower())
         binary = opener(self._raw) if opener else self._raw
-        # utf-8-sig drops a byte-order mark (spreadsheet exports); undecodable
-        # bytes become U+FFFD and then fail as non-numeric values with a line number.
-        self.text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="replace", newline=newline)
+        # utf-8-sig drops a byte-order mark (spreadsheet exports). With an ``encoding`` (tables: their names
+        # matter) undecodable bytes are an error naming the line; without one (review texts, LIBSVM) they
+        # become U+FFFD, which a number never contains, so a bad value still fails with its line number.
+        if encoding is not None:
+            try:
+                self.text = io.TextIOWrapper(binary, encoding=encoding, errors="strict", newline=newline)
+            except LookupError:
+                self._raw.close()
+                raise InputError(f"--encoding {encoding!r}: not an encoding Python knows (e.g. utf-8, latin-1, "
+                                 "cp1252)") from None
+        else:
+            self.text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="replace", newline=newline)
         self.lines_read = 0
         self.progress: Optional["_Progress"] = None
 
@@ -59,6 +69,12 @@ class _Source:
                 if "\0" in line:
                     raise InputError(f"{self.name}:{self.lines_read}: a NUL byte: this is not a text file")
                 yield line
+        except UnicodeDecodeError as exc:
+            bad = exc.object[exc.start:exc.start + 4]
+            raise InputError(
+                f"{self.name}:{self.lines_read + 1}: bytes {bad!r} are not {self.encoding} text; give the file's "
+                "encoding, e.g. --encoding latin-1 (or cp1252 for spreadsheet exports)"
+            ) from None
         except _READ_ERRORS as exc:
             raise InputError(
                 f"{self.name}:{self.lines_read + 1}: cannot read or decompress ({exc}); "
