@@ -305,3 +305,88 @@ def test_evaluate_reports_the_split_importance_of_the_features(tmp_path):
                         .strip().splitlines()[-1])
     imp = report["feature_importance"]
     assert next(iter(imp)) == "signal" and abs(sum(imp.values()) - 1) < 1e-5
+
+
+def test_a_recipe_converts_later_files_as_the_training_file_was(tmp_path):
+    """--recipe TRAIN.h5: the same columns, categories and options; columns matched by name; no label, no y."""
+    import numpy as np
+
+    rng = np.random.default_rng(6)
+    n = 300
+    a, b = rng.normal(size=n).round(3), rng.normal(size=n).round(3)
+    city = rng.choice(["Lima", "Oslo", "Pune"], n)
+    y = np.where((a > 0) ^ (city == "Oslo"), "yes", "no")
+    rows = list(zip(range(n), a, city, b, y))
+    _csv(tmp_path / "train.csv", ["id", "a", "city", "b", "income"], rows)
+    train = tmp_path / "train.h5"
+    proc = run_cli(["convert", str(tmp_path / "train.csv"), "--format", "csv", "--label-column", "income",
+                    "--drop-columns", "id", "--categorical", "city", "--out", str(train)])
+    assert proc.returncode == 0, proc.stderr
+    model = str(tmp_path / "m.h5")
+    assert run_cli(["train", "--algo", "adaboost", "--rounds", "30", "--weak-learner", "tree", "--data", str(train),
+                    "--model", model, "--quiet"]).returncode == 0
+    # new rows: no label, the columns in another order, one city only (its categories come from the recipe)
+    new = [(b[i], "Oslo", a[i], 1000 + i) for i in range(20)]
+    _csv(tmp_path / "new.csv", ["b", "city", "a", "id"], new)
+    proc = run_cli(["convert", str(tmp_path / "new.csv"), "--format", "csv", "--recipe", str(train),
+                    "--out", str(tmp_path / "new.h5")])
+    assert proc.returncode == 0 and "no labels (rows to score)" in proc.stdout, proc.stderr
+    pred = run_cli(["predict", "--model", model, "--data", str(tmp_path / "new.h5"), "--out", str(tmp_path / "p.csv")])
+    assert pred.returncode == 0, pred.stderr
+    # the same rows as the training file has them (labelled, its column order)
+    _csv(tmp_path / "same.csv", ["id", "a", "city", "b", "income"], [(i, a[i], "Oslo", b[i], y[i]) for i in range(20)])
+    assert run_cli(["convert", str(tmp_path / "same.csv"), "--format", "csv", "--recipe", str(train),
+                    "--out", str(tmp_path / "same.h5")]).returncode == 0
+    assert run_cli(["predict", "--model", model, "--data", str(tmp_path / "same.h5"),
+                    "--out", str(tmp_path / "q.csv")]).returncode == 0
+    assert (tmp_path / "p.csv").read_text() == (tmp_path / "q.csv").read_text()
+    ev = run_cli(["evaluate", "--model", model, "--data", str(tmp_path / "same.h5")])
+    assert ev.returncode == 0, ev.stderr
+    # a column the recipe does not know: refused, naming it
+    _csv(tmp_path / "odd.csv", ["a", "city", "b", "id", "extra"], [(1, "Lima", 2, 3, 4)])
+    bad = run_cli(["convert", str(tmp_path / "odd.csv"), "--format", "csv", "--recipe", str(train),
+                   "--out", str(tmp_path / "odd.h5")])
+    assert bad.returncode == 2 and "not in the recipe: extra" in bad.stderr
+    none = run_cli(["convert", str(tmp_path / "new.csv"), "--format", "csv", "--recipe", str(tmp_path / "m.h5"),
+                    "--out", str(tmp_path / "x.h5")])
+    assert none.returncode == 2
+
+
+def test_parquet_and_npy_are_read_directly(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    n = 240
+    frame = pd.DataFrame({"a": rng.normal(size=n), "city": pd.Categorical(rng.choice(["Lima", "Oslo", "Pune"], n)),
+                          "note": rng.choice(["x", "y"], n)})
+    frame["label"] = np.where((frame.a > 0) ^ (frame.city == "Oslo"), "yes", "no")
+    frame.loc[3, "a"] = np.nan
+    frame.to_parquet(tmp_path / "t.parquet")
+    train, model = tmp_path / "t.h5", str(tmp_path / "m.h5")
+    proc = run_cli(["convert", str(tmp_path / "t.parquet"), "--format", "parquet", "--label-column", "label",
+                    "--drop-columns", "note", "--out", str(train)])
+    assert proc.returncode == 0 and "labels no:" in proc.stdout, proc.stderr
+    assert run_cli(["train", "--algo", "adaboost", "--rounds", "20", "--weak-learner", "tree", "--data", str(train),
+                    "--model", model, "--quiet"]).returncode == 0
+    # later rows as Feather, other column order, one city, no label: the recipe's codes
+    frame.iloc[:30][["note", "city", "a"]].assign(city=lambda f: f.city.astype(str)).reset_index(drop=True) \
+        .to_feather(tmp_path / "n.feather")
+    assert run_cli(["convert", str(tmp_path / "n.feather"), "--format", "parquet", "--recipe", str(train),
+                    "--out", str(tmp_path / "n.h5")]).returncode == 0
+    assert run_cli(["predict", "--model", model, "--data", str(tmp_path / "n.h5"), "--out",
+                    str(tmp_path / "p.csv")]).returncode == 0
+    got = (tmp_path / "p.csv").read_text().split()[1:]
+    assert np.mean(np.array(got) == frame.label.to_numpy()[:30]) > 0.8
+    assert "labels      none" in run_cli(["info", str(tmp_path / "n.h5")]).stdout
+    # .npy rows, and their labels
+    np.save(tmp_path / "X.npy", rng.normal(size=(60, 4)))
+    np.save(tmp_path / "y.npy", rng.integers(0, 3, 60))
+    ok = run_cli(["convert", str(tmp_path / "X.npy"), "--format", "npy", "--labels", str(tmp_path / "y.npy"),
+                  "--out", str(tmp_path / "x.h5")])
+    assert ok.returncode == 0 and "labels 0:" in ok.stdout, ok.stderr
+    np.save(tmp_path / "bad.npy", np.zeros(5))
+    bad = run_cli(["convert", str(tmp_path / "bad.npy"), "--format", "npy", "--out", str(tmp_path / "b.h5")])
+    assert bad.returncode == 2 and "expected a 2-D array" in bad.stderr
+    need = run_cli(["convert", str(tmp_path / "t.parquet"), "--format", "parquet", "--out", str(tmp_path / "q.h5")])
+    assert need.returncode == 2 and "give --label-column" in need.stderr

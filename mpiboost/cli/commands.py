@@ -173,7 +173,10 @@ def cmd_info(args: argparse.Namespace) -> int:
         counts = list(summary["labels"].items())
         labels = ", ".join(f"{k}: {v:,}" for k, v in counts[:20]) + (", ..." if len(counts) > 20 else "")
         n_classes = summary["n_classes"]
-        print(f"  labels      {labels} ({n_classes} class{'es' * (n_classes != 1)}; y {summary['y_dtype']})")
+        if summary.get("unlabelled"):
+            print("  labels      none (converted without labels: rows to score)")
+        else:
+            print(f"  labels      {labels} ({n_classes} class{'es' * (n_classes != 1)}; y {summary['y_dtype']})")
         if "domains" in summary:
             doms = ", ".join(f"{k}: {v:,}" for k, v in summary["domains"].items())
             print(f"  domains     {doms}")

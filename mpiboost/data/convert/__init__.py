@@ -111,6 +111,7 @@ _CSV_ONLY = (
     ("--label-column", "label_column"),
     ("--no-label", "no_label"),
     ("--task", "task"),
+    ("--recipe", "recipe"),
     ("--encoding", "encoding"),
     ("--domain-column", "domain_column"),
     ("--delimiter", "delimiter"),
@@ -148,7 +149,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         help="input text file (.gz, .bz2, .xz are decompressed); --format amazon takes several",
     )
-    parser.add_argument("--format", required=True, choices=("libsvm", "csv", "amazon"), help="input format")
+    parser.add_argument("--format", required=True, choices=("libsvm", "csv", "amazon", "parquet", "npy"),
+                        help="input format (parquet: also .feather / .arrow files, through pyarrow)")
+    parser.add_argument("--labels", metavar="Y.npy", help="npy: the labels, a .npy of one value per row "
+                        "(default: none, rows to score)")
     parser.add_argument("--out", required=True, metavar="F.h5", help="output HDF5 file")
     parser.add_argument(
         "--n-features",
@@ -171,6 +175,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-label", action="store_true",
         help="the file has no label column (new rows to score): every column is a feature; the output is "
         "marked unlabelled, for predict (train and evaluate refuse it)"
+    )
+    csv_opts.add_argument(
+        "--recipe", metavar="TRAIN.h5",
+        help="convert as TRAIN.h5 was converted (its columns, label column, dropped columns, categories, "
+        "dtype, delimiter, encoding; options given here win); columns are matched by name, in any order, and a "
+        "missing or extra one is an error; without the label column the rows are converted to score (--no-label)"
     )
     csv_opts.add_argument(
         "--encoding", metavar="E",
@@ -264,18 +274,77 @@ def _given(args: argparse.Namespace, options) -> list[str]:
     return [opt for opt, attr in options if getattr(args, attr, None) not in (None, False)]
 
 
+def _given_or(value, recipe: dict, key: str, default):
+    """The option as given; else the recipe's value; else the default."""
+    if value is not None:
+        return value
+    got = recipe.get(key)
+    return default if got is None else got
+
+
+def read_recipe(path, fmt: str = "csv") -> dict:
+    """The conversion recipe a converted file records (``convert`` stores it), checked (InputError)."""
+    import json
+
+    from ..format import inspect
+
+    info = inspect(path)
+    text = info.attrs.get("recipe")
+    if text is None:
+        raise InputError(f"--recipe {path}: the file records no conversion recipe (converted by an older "
+                         "mpiboost, or not from a CSV file)")
+    try:
+        recipe = json.loads(text.decode() if isinstance(text, bytes) else str(text))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"--recipe {path}: its recipe is not readable ({exc})") from None
+    if not isinstance(recipe, dict) or recipe.get("format") != fmt:
+        raise InputError(f"--recipe {path}: not the recipe of a --format {fmt} conversion")
+    return recipe
+
+
+def _recipe(args: argparse.Namespace, source: str) -> dict:
+    """The recipe of ``--recipe``, with the label column made optional: absent from ``source``, no labels."""
+    recipe = dict(read_recipe(args.recipe))
+    label = recipe.get("label_column")
+    if args.label_column is None and not args.no_label and label is not None and recipe.get("header", True):
+        from .csvfile import header_names
+
+        names = header_names(source, recipe)
+        if names is not None and label not in names:
+            recipe["_no_label"] = True  # rows to score: the training file's label column is not there
+            for key in ("label_column", "positive_label", "label_strip"):
+                recipe[key] = None
+    return recipe
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``mpiboost convert`` with parsed ``args``; returns the exit code."""
     compression = None if args.compression == "none" else args.compression
     inputs = [args.input] if isinstance(args.input, str) else list(args.input)
     fmt = args.format
+    table_ok = {"--label-column", "--no-label", "--drop-columns", "--recipe"}  # parquet takes these CSV options
     for only, options in (("csv", _CSV_ONLY), ("amazon", _AMAZON_ONLY)):
         given = _given(args, options) if fmt != only else []
+        if fmt == "parquet" and only == "csv":
+            given = [g for g in given if g not in table_ok]
         if given:
             raise InputError(f"{', '.join(given)}: only for --format {only}")
     if fmt != "amazon" and len(inputs) != 1:
         raise InputError(f"--format {fmt} converts one input file, got {len(inputs)}: {' '.join(inputs)}")
-    if fmt == "libsvm":
+    if args.labels is not None and fmt != "npy":
+        raise InputError("--labels: only for --format npy")
+    if fmt == "parquet":
+        from .csvfile import _split_list
+        from .tables import convert_table
+
+        result = convert_table(inputs[0], args.out, label_column=args.label_column, no_label=bool(args.no_label),
+                               drop_columns=_split_list(args.drop_columns, "--drop-columns"), dtype=args.dtype,
+                               recipe=read_recipe(args.recipe, "parquet") if args.recipe else None)
+    elif fmt == "npy":
+        from .tables import convert_npy
+
+        result = convert_npy(inputs[0], args.out, labels=args.labels, dtype=args.dtype)
+    elif fmt == "libsvm":
         result = convert_libsvm(
             inputs[0],
             args.out,
@@ -286,34 +355,38 @@ def run(args: argparse.Namespace) -> int:
             limit=args.limit,
         )
     elif fmt == "csv":
+        recipe = _recipe(args, inputs[0]) if args.recipe else {}
         result = convert_csv(
             inputs[0],
             args.out,
-            header=not args.no_header,
-            delimiter=args.delimiter if args.delimiter is not None else ",",
-            label_column=args.label_column,
-            domain_column=args.domain_column,
-            positive_label=args.positive_label,
+            header=recipe.get("header", True) if args.no_header is None else not args.no_header,
+            delimiter=_given_or(args.delimiter, recipe, "delimiter", ","),
+            label_column=_given_or(args.label_column, recipe, "label_column", None),
+            domain_column=_given_or(args.domain_column, recipe, "domain_column", None),
+            positive_label=_given_or(args.positive_label, recipe, "positive_label", None),
             n_features=args.n_features,
-            dtype=args.dtype,
+            dtype=recipe.get("dtype", args.dtype) if args.recipe and args.dtype == "float32" else args.dtype,
             compression=compression,
             limit=args.limit,
-            names=args.names,
-            skip_lines=args.skip_lines or 0,
-            comment_char=args.comment_char,
-            label_strip=args.label_strip,
+            names=_given_or(args.names, recipe, "names", None),
+            skip_lines=_given_or(args.skip_lines, recipe, "skip_lines", 0),
+            comment_char=_given_or(args.comment_char, recipe, "comment_char", None),
+            label_strip=_given_or(args.label_strip, recipe, "label_strip", None),
             categorical=args.categorical,
             categories_from=args.categories_from,
             categories_in=args.categories_in,
             categories_out=args.categories_out,
-            unknown_category=args.unknown_category or "zero",
+            unknown_category=_given_or(args.unknown_category, recipe, "unknown_category", "zero"),
             max_categories=args.max_categories if args.max_categories is not None else 1000,
-            domain_map=args.domain_map,
-            keep_domain_feature=bool(args.keep_domain_feature),
-            drop_columns=args.drop_columns,
-            no_label=bool(args.no_label),
+            domain_map=_given_or(args.domain_map, recipe, "domain_map", None),
+            keep_domain_feature=bool(_given_or(args.keep_domain_feature, recipe, "keep_domain_feature", False)),
+            drop_columns=_given_or(args.drop_columns, recipe, "drop_columns", None),
+            no_label=bool(args.no_label) or bool(recipe.get("_no_label")),
             task=args.task or "auto",
-            encoding=args.encoding,
+            encoding=_given_or(args.encoding, recipe, "encoding", None),
+            categories=recipe.get("categories") if args.recipe and not (args.categorical or args.categories_in)
+            else None,
+            feature_order=recipe.get("feature_names") if args.recipe else None,
         )
     else:
         given = [opt for opt, value in (("--n-features", args.n_features), ("--positive-label", args.positive_label))

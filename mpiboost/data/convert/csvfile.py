@@ -4,6 +4,7 @@ columns with missing values, and categorical columns written one-hot."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import sys
@@ -480,6 +481,34 @@ NO_LABEL = -1  # the label "column" of a file without labels (--no-label): every
 LABEL_NAMES = frozenset({"label", "labels", "class", "classes", "target", "y", "outcome", "response", "category"})
 
 
+def header_names(path: PathLike, recipe: dict) -> Optional[list]:
+    """The column names of ``path``'s header, read as ``recipe`` reads it (None: no header)."""
+    delim = _parse_delimiter(recipe.get("delimiter") if recipe.get("delimiter") is not None else ",")
+    names = recipe.get("names")
+    opts = _ReadOptions(delim, bool(recipe.get("header", True)), names, int(recipe.get("skip_lines") or 0),
+                        recipe.get("comment_char"), recipe.get("encoding") or "utf-8-sig")
+    with opts.source(path) as src:
+        return opts.open(src).names
+
+
+def _feature_permutation(where: str, have: Optional[list], want: Optional[Sequence[str]]) -> Optional[list]:
+    """Column order that turns the file's features ``have`` into ``want`` (None: already so, or no order asked)."""
+    if want is None:
+        return None
+    want = list(want)
+    if have is None:
+        raise InputError(f"{where}: the recipe names its features, but this file's columns have no names "
+                         "(give a header, or --names)")
+    if have == want:
+        return None
+    missing = [c for c in want if c not in have]
+    extra = [c for c in have if c not in want]
+    if missing or extra:
+        raise InputError(f"{where}: the columns are not the recipe's (missing: {', '.join(missing[:5]) or 'none'}; "
+                         f"not in the recipe: {', '.join(extra[:5]) or 'none'})")
+    return [have.index(c) for c in want]
+
+
 MANY_NUMERIC_CLASSES = 30  # beyond this many numeric label values, a continuous target is the likelier reading
 TASKS = ("auto", "classification")
 
@@ -652,9 +681,14 @@ def convert_csv(
     no_label: bool = False,
     task: str = "auto",
     encoding: Optional[str] = None,
+    categories: Optional[dict] = None,
+    feature_order: Optional[Sequence[str]] = None,
 ) -> ConvertResult:
     """Convert a delimited text file (one row per record) to an HDF5 data file.
 
+    ``categories``: the categorical columns' categories, given (a recipe's; as ``categories_in`` holds them);
+    ``feature_order``: the feature names the output must have, in order (a recipe's): the file's columns are
+    reordered by name, and a missing or extra column is an error naming it.
     ``encoding``: the file's text encoding (default UTF-8, with or without a byte-order mark); a byte that is
     not of it is an error naming the line, never replaced. ``task``: ``"classification"`` confirms a numeric label of many values (``"auto"`` warns about it: a
     continuous target read as classes).
@@ -793,7 +827,10 @@ def convert_csv(
 
     cats: dict[str, list[str]] = {}
     cats_source: Optional[str] = None
-    if categories_in is not None:
+    if categories is not None:
+        cats = {str(k): [str(v) for v in vals] for k, vals in categories.items()}
+        cats_source = "the recipe"
+    elif categories_in is not None:
         cats = read_categories(categories_in)
         cats_source = os.fspath(categories_in)
     elif cat_spec is not None:
@@ -858,7 +895,20 @@ def convert_csv(
         if n_features is not None and n_features != d:
             raise InputError(f"{t.where}: --n-features {n_features}, but the file gives {d} features")
         feature_names = parser.feature_names(t.names)
+        perm = _feature_permutation(t.where, feature_names, feature_order)
+        if perm is not None:
+            feature_names = list(feature_order)
         attrs = {"source": os.path.basename(name), "source_format": "csv"}
+        attrs["recipe"] = json.dumps({
+            "format": "csv", "header": header, "delimiter": delimiter, "names": given_names,
+            "skip_lines": skip_lines, "comment_char": comment_char, "encoding": encoding,
+            "label_column": None if no_label else t.key(label), "positive_label": positive_label,
+            "label_strip": label_strip, "domain_column": None if domain is None else t.key(domain),
+            "domain_map": domain_map, "keep_domain_feature": keep_domain_feature,
+            "drop_columns": sorted(t.key(c) for c in dropped) or None,
+            "categories": {key: list(values) for key, values in categorical_cols.values()} or None,
+            "unknown_category": unknown_category, "dtype": str(x_dtype), "feature_names": feature_names,
+        }, sort_keys=True)
         if no_label:
             attrs["unlabelled"] = 1  # y holds zeros: rows to score, not to train or evaluate on
         if categorical_cols:
@@ -881,6 +931,8 @@ def convert_csv(
         ) as w:
             for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit):
                 X, y, dom = parser.parse(lines, rows)
+                if perm is not None:
+                    X = np.ascontiguousarray(X[:, perm])
                 w.append(X, y, dom)
                 counts.add(y)
                 if dom is not None:
