@@ -499,9 +499,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "evaluate",
         help="error, accuracy and AUC of a model (JSON)",
-        description="Print {n, error, accuracy, auc} (binary) or {n, error, accuracy, macro_f1, per_class, "
-        "confusion} (multiclass), in the data's own labels, and, with domains, per_domain, uniform_error, "
-        "agnostic_error.",
+        description="Print {n, error, accuracy, macro_f1, per_class, confusion, feature_importance} (and auc for "
+        "two classes), in the data's own labels, and, with domains, per_domain, uniform_error, agnostic_error; "
+        "labels the model does not know are counted as errors, listed under unseen and warned of on stderr.",
     )
     p.add_argument("--model", required=True, metavar="M.h5")
     p.add_argument("--data", required=True, nargs="+", metavar="F.h5")
