@@ -2,7 +2,8 @@
 
 Environment switches:
 ``MPIBOOST_NO_OPENMP=1``  build without OpenMP (e.g. Apple clang without libomp);
-``MPIBOOST_NATIVE=1``     add ``-march=native`` (fastest, not portable).
+``MPIBOOST_NATIVE=1``     add ``-march=native`` (fastest, not portable);
+``MPIBOOST_BUILD_JOBS=N`` compile N extensions at a time (default: one per core).
 """
 import os
 import sys
@@ -38,10 +39,16 @@ extensions = [
     for pyx in sorted((HERE / "cython_ext").glob("*.pyx"))
 ]
 
+# The extensions compile in parallel, one per core (MPIBOOST_BUILD_JOBS to choose): setuptools builds them
+# one after another otherwise, which is most of an install from source.
+jobs = int(os.environ.get("MPIBOOST_BUILD_JOBS", "0") or 0) or os.cpu_count() or 1
+
 setup(
+    options={"build_ext": {"parallel": jobs}},
     ext_modules=cythonize(
         extensions,
         include_path=["cython_ext"],
+        nthreads=jobs if jobs > 1 and sys.platform.startswith("linux") else 0,  # fork: safe; spawn re-runs setup.py
         compiler_directives={
             "language_level": 3,
             "boundscheck": False,

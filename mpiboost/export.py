@@ -134,4 +134,41 @@ def to_lightgbm(model) -> str:
         "feature_names=" + " ".join(_name(s, j) for j, s in enumerate(names)),
         "feature_infos=" + " ".join(infos), "", "",
     ]
-    return "\n".join(head) + "".join(trees_text) + "end of trees\n\npandas_categorical:null\n"
+    return ("\n".join(head) + "".join(trees_text) + "end of trees\n\n" + _importance_section(model, names)
+            + "pandas_categorical:null\n")
+
+
+def _importance_section(model, names) -> str:
+    """LightGBM's ``feature_importances:`` block: each used feature's split count, most used first.
+
+    ``Booster.feature_importance()`` does not read this block: it counts the splits of positive
+    ``split_gain``, and a saved mpiboost model keeps no gains (written as 0), so it reports zeros;
+    the block (and ``mpiboost export --format importance``) holds the counts."""
+    imp = model.feature_importances("split")
+    order = sorted((j for j in range(len(imp)) if imp[j] > 0), key=lambda j: (-imp[j], j))
+    if not order:
+        return ""
+    return "feature_importances:\n" + "".join(f"{_name(names[j], j)}={int(imp[j])}\n" for j in order) + "\n"
+
+
+def importance_table(model) -> str:
+    """Each feature's importance as CSV, most used first: ``feature,split,split_share,gain``.
+
+    ``split`` counts the feature's splits (stumps and tree nodes), ``split_share`` is its
+    share of all splits (what ``Model.feature_importances_`` gives), ``gain`` sums the
+    loss reductions of its tree splits as grown (0 for stumps).
+    """
+    if not hasattr(model, "feature_importances"):
+        raise InputError(f"a {getattr(model, 'algorithm', 'this')} model (online) keeps no split counts")
+    split, gain = model.feature_importances("split"), model.feature_importances("gain")
+    total = split.sum()
+    names = model.feature_names or [f"x{j}" for j in range(model.n_features)]
+    order = sorted(range(len(split)), key=lambda j: (-split[j], -gain[j], j))
+    rows = ["feature,split,split_share,gain"]
+    for j in order:
+        name = str(names[j])
+        if any(c in name for c in ',"\n\r'):
+            name = '"' + name.replace('"', '""') + '"'
+        share = split[j] / total if total > 0 else 0.0
+        rows.append(f"{name},{int(split[j])},{share:.6g},{gain[j]:.6g}")
+    return "\n".join(rows) + "\n"

@@ -158,11 +158,75 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return convert.run(args)
 
 
+def _is_model_file(path: str) -> bool:
+    """Whether ``path`` is an HDF5 file with a model header (data files have none)."""
+    try:
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            return "header" in f.attrs and "X" not in f
+    except (OSError, RuntimeError, ValueError):
+        return False  # the data reader gives its own message
+
+
+def _model_version(path: str) -> Optional[str]:
+    """The mpiboost version that wrote a model file (its header checked already by the loader)."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        v = json.loads(f.attrs["header"]).get("mpiboost_version")
+    return v if isinstance(v, str) else None
+
+
+def _info_model(path: str, as_json: bool) -> None:
+    """A model file's facts: what made it, its size, its classes and features (``mpiboost info M.h5``)."""
+    from ..online.model import load_any
+
+    model = load_any(path)
+    online = getattr(model, "kind", None) == "online"
+    facts = {
+        "file": path,
+        "kind": "online" if online else "batch",
+        "algorithm": model.algorithm,
+        "mpiboost_version": _model_version(path),
+        "classes": [str(c) for c in model.classes],
+        "n_features": int(model.n_features),
+        "feature_names": list(model.feature_names or []),
+        "params": model.params,
+    }
+    if not online:
+        facts.update(rounds=int(model.n_rounds), members=int(model.n_stumps), trees=len(model.trees),
+                     domains=list(model.domain_names or []))
+        imp = model.feature_importances("split")
+        names = model.feature_names or [f"x{j}" for j in range(model.n_features)]
+        order = [j for j in np.argsort(-imp, kind="stable") if imp[j] > 0][:10]
+        facts["most_used_features"] = {str(names[j]): int(imp[j]) for j in order}
+    if as_json:
+        print(json.dumps(facts, sort_keys=True, default=str))
+        return
+    print(f"{path}: {facts['kind']} model")
+    for key in ("algorithm", "mpiboost_version", "rounds", "members", "trees"):
+        if facts.get(key) is not None:
+            print(f"  {key.replace('_', ' '):<16} {facts[key]}")
+    print(f"  classes          {', '.join(facts['classes'])}")
+    names = facts["feature_names"]
+    shown = (": " + ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")) if names else ""
+    print(f"  features         {facts['n_features']}{shown}")
+    if facts.get("domains"):
+        print(f"  domains/tasks    {', '.join(facts['domains'])}")
+    if facts.get("most_used_features"):
+        print("  most used        " + ", ".join(f"{k} ({v})" for k, v in facts["most_used_features"].items()))
+    print(f"  params           {json.dumps(facts['params'], sort_keys=True, default=str)}")
+
+
 @_serial
 def cmd_info(args: argparse.Namespace) -> int:
     from ..data import format as fmt
 
     for path in args.files:
+        if _is_model_file(path):
+            _info_model(path, args.json)
+            continue
         summary = fmt.summarize(path)
         if args.json:
             print(json.dumps(summary, sort_keys=True))
@@ -293,6 +357,12 @@ def cmd_export(args: argparse.Namespace) -> int:
         if not hasattr(model, "bins"):
             raise InputError(f"{args.model}: an online model has no LightGBM form; export it as JSON")
         text = to_lightgbm(model)
+    elif args.format == "importance":
+        from ..export import importance_table
+
+        if not hasattr(model, "bins"):
+            raise InputError(f"{args.model}: an online model keeps no split counts")
+        text = importance_table(model)
     else:
         text = model.to_json()
     if args.out:
@@ -303,6 +373,35 @@ def cmd_export(args: argparse.Namespace) -> int:
         write_bytes(args.out, (text if text.endswith("\n") else text + "\n").encode())
     else:
         print(text)
+    return 0
+
+
+@_serial
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .. import plot
+    from ..outputs import check_outputs
+
+    plot.check_format(args.out)
+    if (args.model is None) != (args.data is None):
+        raise InputError("--model and --data come together: the per-domain curves score the model on the data")
+    inputs = [("METRICS", m) for m in args.metrics] + [("--model", args.model)] + [("--data", d) for d in args.data or ()]
+    check_outputs([("--out", args.out)], inputs)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise InputError("plot needs matplotlib: pip install 'mpiboost[plot]' (or pip install matplotlib)") from None
+    logs = [plot.read_log(m) for m in args.metrics]  # every log read before any work
+    for log in logs:
+        if log.skipped:
+            print(f"mpiboost: {log.path}: {log.skipped:,} lines that are not round records skipped",
+                  file=sys.stderr, flush=True)
+    curves = None
+    if args.model:
+        from ..online.model import load_any
+
+        curves = plot.group_curves(load_any(args.model), args.data)
+    drawn = plot.draw(logs, args.out, curves=curves, title=args.title)
+    print(json.dumps({"out": args.out, "panels": drawn, "logs": [log.path for log in logs]}, sort_keys=True))
     return 0
 
 
@@ -510,13 +609,30 @@ def build_parser() -> argparse.ArgumentParser:
     add_stall_timeout(p)
     p.set_defaults(func=cmd_evaluate)
 
-    p = sub.add_parser("export", help="a model as canonical JSON or as a LightGBM model",
-                       description="Print the model as canonical JSON, or as LightGBM's text model format "
-                       "(lightgbm.Booster(model_file=...) then predicts mpiboost's raw scores).")
+    p = sub.add_parser("export", help="a model as canonical JSON, a LightGBM model or its feature importance",
+                       description="Print the model as canonical JSON, as LightGBM's text model format "
+                       "(lightgbm.Booster(model_file=...) then predicts mpiboost's raw scores; its "
+                       "feature_importances block holds the split counts), or its feature importance as CSV "
+                       "(--format importance: feature, split count, share of the splits, gain of tree splits).")
     p.add_argument("--model", required=True, metavar="M.h5")
-    p.add_argument("--format", choices=("json", "lightgbm"), default="json")
+    p.add_argument("--format", choices=("json", "lightgbm", "importance"), default="json")
     p.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "plot",
+        help="draw a run's metrics log: error curves, weights, time per round, per-domain errors",
+        description="Draw training and validation error by round, the weight statistics and steps, the time "
+        "per round and the errors of each domain or task from train --metrics logs (several logs: one curve "
+        "each). With --model and labelled --data, the domains' (tasks') errors are scored by round. Needs "
+        "matplotlib (pip install 'mpiboost[plot]').",
+    )
+    p.add_argument("metrics", nargs="+", metavar="METRICS.jsonl", help="metrics logs of train or train-online")
+    p.add_argument("--out", required=True, metavar="FIG", help="the figure: .png, .pdf or .svg (written atomically)")
+    p.add_argument("--model", metavar="M.h5", help="a batch model whose per-domain errors to draw by round")
+    p.add_argument("--data", nargs="+", metavar="F.h5", help="labelled data for --model's per-domain errors")
+    p.add_argument("--title", help="the figure's title (default: the logs, algorithm and rounds)")
+    p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser(
         "validate",
