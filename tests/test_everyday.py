@@ -390,3 +390,41 @@ def test_parquet_and_npy_are_read_directly(tmp_path):
     assert bad.returncode == 2 and "expected a 2-D array" in bad.stderr
     need = run_cli(["convert", str(tmp_path / "t.parquet"), "--format", "parquet", "--out", str(tmp_path / "q.h5")])
     assert need.returncode == 2 and "give --label-column" in need.stderr
+
+
+def test_sigterm_to_mpiexec_stops_an_online_pass_cleanly_after_a_block(tmp_path):
+    """A real signal under mpiexec -n 3 during the stream: every rank stops after the same block, exit 75, a
+    message, and no model, predictions or metrics file (an online pass keeps no checkpoint)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from mpi_util import mpi_env, mpiexec_cmd
+    from mpiboost.signals import PREEMPTED_EXIT
+
+    data = tmp_path / "d.h5"
+    assert run_cli(["synth", "multiclass", "--n", "60000", "--out", str(data)]).returncode == 0
+    out = {k: tmp_path / f"{k}" for k in ("m.h5", "p.csv", "met.jsonl")}
+    cmd = mpiexec_cmd(3, [sys.executable, "-m", "mpiboost", "train", "--algo", "online-agnostic", "--data", str(data),
+                          "--model", str(out["m.h5"]), "--predictions", str(out["p.csv"]), "--metrics",
+                          str(out["met.jsonl"]), "--quiet", "--threads", "1"])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=mpi_env(),
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        # the predictions' temporary file fills as the stream goes: the handler is in place by then
+        while time.time() < deadline and not any(p.name.startswith(".p.csv.") and p.stat().st_size > 0
+                                                 for p in tmp_path.iterdir()):
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()
+        os.kill(proc.pid, signal.SIGTERM)
+        stdout, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == PREEMPTED_EXIT, err
+    assert "stopped by SIGTERM after" in err and "of 60,000 examples" in err and "no model was saved" in err, err
+    assert not any(p.exists() for p in out.values())
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left behind

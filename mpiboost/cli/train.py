@@ -462,6 +462,9 @@ def _train_online(args: argparse.Namespace) -> int:
     comm = world()
     check_launcher(comm)
     watchdog.start(comm, timeout)
+    from .. import signals
+
+    signals.install()  # SIGTERM / SIGUSR1: every rank stops after the same block, exit 75 (driver/online.py)
     return online_train.run(comm, args, params)
 
 

@@ -25,7 +25,8 @@ from ..online.options import STREAM_PARAMS
 from ..online.options import resolve as resolve_stream
 
 REPORTS = 100  # --metrics records over the stream (and the progress bar's refreshes)
-PRIMITIVES = ("block_labels",)  # what the stream exchanges (bytes summed over the ranks in the summary)
+PRIMITIVES = ("block_labels", "signal_check")  # what the stream exchanges (bytes summed over the ranks)
+SIGNAL_EXAMPLES = 256  # how often (examples) the ranks agree whether a SIGTERM / SIGUSR1 came
 
 
 def check_options(args) -> None:
@@ -101,11 +102,23 @@ class _PredictionWriter:
                              self.names[guess].tolist(), self.names[best].tolist()))
 
 
-def _stream(comm, opts, info, state, order, allgather, out, bar, records, every) -> None:
-    """The prequential pass over the stream's blocks, with the progress records and predictions."""
+def _stream(comm, opts, info, state, order, allgather, out, bar, records, every) -> Optional[str]:
+    """The prequential pass over the stream's blocks, with the progress records and predictions.
+
+    Returns the signal (SIGTERM, SIGUSR1) that stopped the pass after a block, agreed by every rank, or None.
+    """
+    from .. import signals
+
     next_report, t_loop = 0, time.perf_counter()
+    # The ranks agree on a signal every SIGNAL_EXAMPLES examples (the same blocks on every rank), so a
+    # one-example block does not pay an extra message each
+    check_every = max(1, SIGNAL_EXAMPLES // opts["block_size"]) if signals.armed() else 0
     for t0, X, y in source.blocks(info, opts["block_size"], order):
         driver.process_block(state, X, y, t0, allgather)
+        if check_every and state.blocks % check_every == 0:
+            got = signals.agreed(comm)
+            if got is not None and state.counts.n < info.n:
+                return got
         c = state.counts
         if out is not None:
             out.write(t0, y, state.predictions)
@@ -173,7 +186,9 @@ def stream(comm, algo: str, params: dict, data, opts: dict, seed: int = 0, *, pr
     records, every, t_loop = [], max(1, info.n // REPORTS), time.perf_counter()
     with contextlib.ExitStack() as stack:
         out = _PredictionWriter(stack, predictions, info, order) if state.predictions is not None else None
-        _stream(comm, opts, info, state, order, allgather, out, bar, records, every)
+        stopped = _stream(comm, opts, info, state, order, allgather, out, bar, records, every)
+        if stopped is not None:  # no predictions file: the temporary one is removed
+            raise _Stopped(stopped, state.counts.n, info.n)
     if bar is not None:
         bar.close()
     t_stream = time.perf_counter()
@@ -217,6 +232,14 @@ def stream(comm, algo: str, params: dict, data, opts: dict, seed: int = 0, *, pr
     return model, summary, records
 
 
+class _Stopped(Exception):
+    """The pass stopped by a signal after ``done`` of ``n`` examples."""
+
+    def __init__(self, name: str, done: int, n: int) -> None:
+        super().__init__(name)
+        self.name, self.done, self.n = name, done, n
+
+
 def run(comm, args, params: dict) -> int:
     """Collective: the whole online run of the command line (after :func:`check_options`); the exit code."""
     from ..atomic import atomic_path
@@ -226,9 +249,19 @@ def run(comm, args, params: dict) -> int:
         if comm.is_center:
             check_outputs([("--model", args.model), ("--metrics", None if args.metrics == "-" else args.metrics),
                            ("--predictions", args.predictions)], [("--data", f) for f in args.data])
-    model, summary, records = stream(comm, args.algo, params, args.data, args.stream, args.seed,
-                                     predictions=args.predictions, progress=False if args.quiet else None,
-                                     model_path=args.model)
+    try:
+        model, summary, records = stream(comm, args.algo, params, args.data, args.stream, args.seed,
+                                         predictions=args.predictions, progress=False if args.quiet else None,
+                                         model_path=args.model)
+    except _Stopped as stop:
+        from ..signals import PREEMPTED_EXIT
+
+        if comm.is_center:
+            print(f"mpiboost: stopped by {stop.name} after {stop.done:,} of {stop.n:,} examples: an online pass "
+                  f"keeps no checkpoint, so no model was saved to {args.model} (nor predictions or metrics); run "
+                  f"the command again for the whole pass (exit {PREEMPTED_EXIT})", file=sys.stderr, flush=True)
+        comm.barrier()
+        return PREEMPTED_EXIT
     if comm.is_center:
         message = save_model(model, args.model) or ""
         if args.metrics == "-":  # standard output: the records, then the summary line below

@@ -115,6 +115,14 @@ class _Collector:
                 self.first_text[key] = (name, lines[first], rows[first][c].strip())
             self._keep(key, distinct, True, name, lines, rows, c, column_label)
 
+    def add_distinct(self, key: str, tokens: set) -> bool:
+        """Add a categorical column's distinct tokens (read by pyarrow, without rows or lines); False when
+        they pass the limit, whose message (naming the line) the row-by-row :meth:`add` gives."""
+        assert self.categorical[key], "an explicit categorical column"
+        vals = self.values[key]
+        vals |= {t.strip() for t in tokens} - MISSING_TOKENS
+        return len(vals) <= self.max
+
     def _keep(self, key, distinct, needed, name, lines, rows, c, column_label) -> None:
         vals = self.values[key]
         if self.overflow[key]:

@@ -45,6 +45,7 @@ from .common import (
     _value_max,
     _warn_unmatched,
 )
+from . import arrowcsv
 from .domainmap import _DomainMap
 from ..format import MAX_DOMAINS
 from .source import _Progress, _Source
@@ -321,35 +322,54 @@ class _CsvParser:
         m = len(rows)
         if min(map(len, rows)) != self.ncols or max(map(len, rows)) != self.ncols:
             raise _Retry
-        if self._get_label is None:  # no labels: y holds zeros, and the file says it is unlabelled
-            y = np.zeros(m, dtype=np.int8)
-        else:
-            try:
-                y = np.asarray(self.labels.map_all(list(map(self._get_label, rows))), dtype=self.labels.code_dtype)
-            except _Invalid:
-                raise _Retry from None
-        dom = None
-        if self._get_domain is not None:
-            dom = self._domains(list(map(self._get_domain, rows)))
-            self.domain_ids.update(np.unique(dom).tolist())
+        labels = list(map(self._get_label, rows)) if self._get_label is not None else None
+        doms = list(map(self._get_domain, rows)) if self._get_domain is not None else None
         num = None
         if self.n_num:
             if self.n_num == 1:
                 flat = list(map(self._get_features, rows))
             else:
                 flat = list(chain.from_iterable(map(self._get_features, rows)))
-            vals = self._floats(flat)
-            ok = np.isnan(vals) | (np.abs(vals) <= self.vmax)
+            num = self._floats(flat).reshape(m, self.n_num)
+        cats = {c: list(map(get, rows)) for c, get in self._get_cat.items()}
+        return self.assemble(m, labels, doms, num, cats)
+
+    def assemble(self, m: int, labels: Optional[list], doms: Optional[list], num: Optional[np.ndarray],
+                 cats: dict):
+        """X, y and domain of ``m`` rows from their label, domain and categorical tokens and numeric values
+        (``num``: float64, (m, numeric columns), NaN where missing); ``_Retry`` if any row is not valid.
+
+        A token column is a list, or an :class:`arrowcsv.Coded` (distinct tokens in order of first
+        appearance and each row's index): each distinct token is then mapped once, which gives the same
+        codes, since every mapping here is of one token at a time and numbers new ones in order."""
+
+        def each(f, tokens):
+            if isinstance(tokens, arrowcsv.Coded):
+                return np.asarray(f(tokens.values))[tokens.index]
+            return f(tokens)
+
+        if labels is None:  # no labels: y holds zeros, and the file says it is unlabelled
+            y = np.zeros(m, dtype=np.int8)
+        else:
+            try:
+                y = np.asarray(each(self.labels.map_all, labels), dtype=self.labels.code_dtype)
+            except _Invalid:
+                raise _Retry from None
+        dom = None
+        if doms is not None:
+            dom = np.asarray(each(self._domains, doms), dtype=np.int32)
+            self.domain_ids.update(np.unique(dom).tolist())
+        if num is not None:
+            ok = np.isnan(num) | (np.abs(num) <= self.vmax)
             if not ok.all():
                 raise _Retry
-            num = vals.reshape(m, self.n_num)
             if not self.cat:
                 return num.astype(self.dtype), y, dom
         X = np.zeros((m, self.d), dtype=self.dtype)
         if num is not None:
             X[:, self._num_idx] = num
         allow_unknown = self.unknown != "error"
-        codes_of = {c: col.codes(list(map(self._get_cat[c], rows)), allow_unknown) for c, col in self.cat.items()}
+        codes_of = {c: each(lambda t, col=col: col.codes(t, allow_unknown), cats[c]) for c, col in self.cat.items()}
         # Nothing below rejects the batch, so the counts are of rows written.
         every = np.arange(m)
         for c, codes in codes_of.items():
@@ -365,6 +385,14 @@ class _CsvParser:
             if blank.any():
                 X[blank, a : a + k] = np.nan
         return X, y, dom
+
+    @property
+    def text_columns(self) -> list[int]:
+        """The columns read as text (label, domain, categorical); the numeric ones are ``self.numeric``."""
+        out = [] if self._get_label is None else [self.label]
+        if self._get_domain is not None:
+            out.append(self.domain)
+        return out + [c for c in self.cat if c not in out]
 
     @staticmethod
     def _floats(flat: list[str]) -> np.ndarray:
@@ -621,8 +649,10 @@ def _collect_categories(
     limit: Optional[int],
     drop: Optional[Sequence[ColumnSpec]] = None,
     no_label: bool = False,
+    arrow: bool = False,
 ) -> dict[str, list[str]]:
-    """Pass 1: the sorted categories of the categorical columns, over ``sources``."""
+    """Pass 1: the sorted categories of the categorical columns, over ``sources``; with ``arrow``, explicit
+    columns are read by pyarrow where it may (:class:`arrowcsv.Fallback` where it may not)."""
     collector: Optional[_Collector] = None
     for path in sources:
         with opts.source(path) as src, _Progress(src, "categories"):
@@ -640,6 +670,19 @@ def _collect_categories(
                 collector.rebind({k: t.find_key(k, "categorical") for k in collector.cols})
             if t.first_row is None:
                 continue
+            if arrow and spec != "auto" and arrowcsv.usable(path, opts.delim, opts.comment, opts.encoding):
+                try:  # the explicit columns' categories, read by pyarrow (ours names the line of any error)
+                    cols = {k: c for k, c in collector.cols.items()}
+                    found = arrowcsv.distinct(path, t.first_row[0], t.ncols, opts.delim, sorted(set(cols.values())),
+                                              limit)
+                    # pyarrow began on the row our reader found first; a quote after spaces is unquoted by ours only
+                    if all(t.first_row[1][c].strip() in {v.strip() for v in found[c]} for c in found) and not any(
+                            '"' in v for c in found for v in found[c]) and all(
+                            collector.add_distinct(k, found[c]) for k, c in cols.items()):
+                        continue
+                except arrowcsv.Fallback:
+                    pass
+                raise arrowcsv.Fallback("the categories")
             step = max(1, BATCH_TOKENS // t.ncols)
             for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit):
                 for r, row in enumerate(rows):
@@ -683,8 +726,13 @@ def convert_csv(
     encoding: Optional[str] = None,
     categories: Optional[dict] = None,
     feature_order: Optional[Sequence[str]] = None,
+    parser: str = "auto",
 ) -> ConvertResult:
     """Convert a delimited text file (one row per record) to an HDF5 data file.
+
+    ``parser``: ``"auto"`` reads a plain delimited UTF-8 file with pyarrow when it is installed (several times
+    faster) and anything pyarrow might read differently, or refuses, with mpiboost's own parser, which names
+    the line of an error (:mod:`.arrowcsv`); ``"python"``: mpiboost's parser only. The output is the same.
 
     ``categories``: the categorical columns' categories, given (a recipe's; as ``categories_in`` holds them);
     ``feature_order``: the feature names the output must have, in order (a recipe's): the file's columns are
@@ -782,9 +830,24 @@ def convert_csv(
     InputError
         ``FILE:LINE: reason`` for invalid input; no output file is left behind.
     """
+    call = dict(locals())  # to start again with our parser (below)
     t0 = time.perf_counter()
     x_dtype = np.dtype(dtype)
     _check_common(path, out, limit)
+    if parser not in ("auto", "python", "arrow"):
+        raise InputError(f"the CSV parser must be auto or python, not {parser!r}")
+    if parser == "auto":
+        if arrowcsv.usable(path, _parse_delimiter(delimiter) if delimiter is not None else None, comment_char,
+                           encoding):
+            try:
+                result = convert_csv(**{**call, "parser": "arrow"})
+                arrowcsv.last_reader = "pyarrow"
+                return result
+            except arrowcsv.Fallback:  # nothing was written; warnings and messages come from the run below
+                pass
+        result = convert_csv(**{**call, "parser": "python"})
+        arrowcsv.last_reader = "mpiboost"
+        return result
     delim = _parse_delimiter(delimiter) if delimiter is not None else None
     name = os.fspath(path)
     given_names = _split_list(names, "--names")
@@ -840,7 +903,7 @@ def convert_csv(
                 raise InputError(f"{os.fspath(out)}: the output file is a --categories-from file")
         cats = _collect_categories(
             sources, opts, cat_spec, label_column, domain_column, keep_domain_feature, max_categories,
-            limit if not categories_from else None, drop_spec, no_label,
+            limit if not categories_from else None, drop_spec, no_label, arrow=parser == "arrow",
         )
         if categories_from:
             cats_source = ", ".join(os.fspath(s) for s in categories_from)
@@ -884,6 +947,7 @@ def convert_csv(
         if domain is not None and dmap is None and len(t.first_row[1]) > domain:
             # Decided on the first row so the file can be streamed in one pass.
             domain_ints = bool(_INT_RE.fullmatch(t.first_row[1][domain].strip()))
+        use_arrow = parser == "arrow"
         parser = _CsvParser(
             name, t.ncols, columns, label, domain, domain_ints, labels, x_dtype, t.origin,
             categorical=categorical_cols, domain_map=dmap, keep_domain=keep_domain_feature,
@@ -929,8 +993,12 @@ def convert_csv(
             compression=compression,
             deferred_y=labels.deferred and not no_label,
         ) as w:
-            for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit):
-                X, y, dom = parser.parse(lines, rows)
+            if use_arrow:
+                parsed = _arrow_parsed(path, t, parser, delim, limit)
+            else:
+                parsed = (parser.parse(lines, rows)
+                          for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit))
+            for X, y, dom in parsed:  # a Fallback from pyarrow's batches discards the output (see the top)
                 if perm is not None:
                     X = np.ascontiguousarray(X[:, perm])
                 w.append(X, y, dom)
@@ -965,6 +1033,29 @@ def convert_csv(
         name, os.fspath(out), n, d, str(x_dtype), {} if no_label else counts.as_dict(resolved), n_domains, seconds,
         domain_counts=dcounts.as_dict(domain_names) if domain is not None else None,
     )
+
+
+def _arrow_parsed(path, t: _Table, parser: _CsvParser, delim: str, limit: Optional[int]):
+    """(X, y, domain) of the data rows, read by pyarrow; :class:`arrowcsv.Fallback` where it may not be ours."""
+    first_line, first = t.first_row
+    total, checked = 0, False
+    for batch in arrowcsv.batches(path, first_line, t.ncols, delim, parser.text_columns, parser.numeric):
+        if limit is not None:
+            if total >= limit:
+                break
+            batch = batch.slice(0, limit - total)
+        if batch.num_rows == 0:
+            continue
+        parts = arrowcsv.columns(batch, parser)
+        if not checked:  # pyarrow starts on the row our reader found first, with the same values
+            arrowcsv.check_first_row(parts, first, parser)
+            checked = True
+        try:
+            out = parser.assemble(*parts)
+        except _Retry:
+            raise arrowcsv.Fallback("a row the checks refuse") from None
+        total += batch.num_rows
+        yield out
 
 
 def _record_batches(

@@ -71,8 +71,11 @@ class _Source:
                 yield line
         except UnicodeDecodeError as exc:
             bad = exc.object[exc.start:exc.start + 4]
+            # The failed chunk continues line lines_read + 1 (the lines before it were all yielded); the bad
+            # byte lies as many lines further as the chunk has line ends before it.
+            line = self.lines_read + 1 + bytes(exc.object[:exc.start]).count(b"\n")
             raise InputError(
-                f"{self.name}:{self.lines_read + 1}: bytes {bad!r} are not {self.encoding} text; give the file's "
+                f"{self.name}:{line}: bytes {bad!r} are not {self.encoding} text; give the file's "
                 "encoding, e.g. --encoding latin-1 (or cp1252 for spreadsheet exports)"
             ) from None
         except _READ_ERRORS as exc:
