@@ -4,8 +4,8 @@
 
 Writes two generated CSV files of ``--n`` rows, a label and ``--d`` features (numbers printed
 with 17 significant digits, 1% of them empty): ``numeric.csv``, and ``mixed.csv`` whose last
-two features are text categories. Then times, each in a fresh interpreter, the median of
-``--repeat`` runs of:
+two features are text categories (converted naming them, and with ``--categorical auto``). Then
+times, each in a fresh interpreter, the median of ``--repeat`` runs of:
 
 * ``mpiboost convert`` to an HDF5 file (the whole command: parse, check, write), which reads a file of
   16 MiB or more with pyarrow where pyarrow is installed, and the same with mpiboost's own parser only
@@ -92,15 +92,15 @@ def main() -> None:
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     mpiboost = [sys.executable, "-m", "mpiboost"]
     rows = []
-    for kind, n_text in (("numeric", 0), ("mixed", 2)):
+    for kind, n_text, auto in (("numeric", 0, False), ("mixed", 2, False), ("mixed", 2, True)):
         path = os.path.join(work, f"{kind}.csv")
         if not os.path.exists(path):
             write_csv(path, args.n, args.d, n_text)
         size = os.path.getsize(path)
         out = os.path.join(work, f"{kind}.h5")
         ours = mpiboost + ["convert", path, "--format", "csv", "--label-column", "label", "--out", out]
-        if n_text:
-            ours += ["--categorical", f"f{args.d - 2},f{args.d - 1}"]
+        if n_text:  # the text columns named, or found by --categorical auto (a first pass over every column)
+            ours += ["--categorical", "auto" if auto else f"f{args.d - 2},f{args.d - 1}"]
         cases = {
             "mpiboost convert": ours,
             "mpiboost convert, own parser": ["env", "MPIBOOST_CSV_PARSER=python"] + ours,
@@ -112,7 +112,7 @@ def main() -> None:
             for k, cmd in cases.items():
                 times[k].append(timed(cmd, env))
         med = {k: statistics.median(v) for k, v in times.items()}
-        rows.append({"file": kind, "rows": args.n, "features": args.d, "MB": round(size / 1e6, 1),
+        rows.append({"file": kind + (", --categorical auto" if auto else ""), "rows": args.n, "features": args.d, "MB": round(size / 1e6, 1),
                      **{k: round(v, 3) for k, v in med.items()},
                      "ours/pandas": round(med["mpiboost convert"] / med["pandas.read_csv"], 2),
                      "own parser/pandas": round(med["mpiboost convert, own parser"] / med["pandas.read_csv"], 2),

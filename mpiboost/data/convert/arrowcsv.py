@@ -80,8 +80,8 @@ def batches(path, first_line: int, ncols: int, delim: str, text_columns, numeric
 
     names = [f"c{i}" for i in range(ncols)]
     # Numbers parsed by pyarrow as it reads (it takes spaces around a number, as float() does), the rest as text
-    types = {names[c]: pa.float64() for c in numeric_columns}
-    types.update({names[c]: pa.string() for c in text_columns})
+    types = {name: pa.string() for name in names}  # also the columns not read (dropped): text never fails
+    types.update({names[c]: pa.float64() for c in numeric_columns if c not in set(text_columns)})
     read = pc.ReadOptions(skip_rows=first_line - 1, column_names=names, block_size=block_bytes or BLOCK_BYTES)
     parse = pc.ParseOptions(delimiter=delim, newlines_in_values=True)
     convert = pc.ConvertOptions(column_types=types, null_values=sorted(MISSING_TOKENS), strings_can_be_null=False,
@@ -95,6 +95,19 @@ def batches(path, first_line: int, ncols: int, delim: str, text_columns, numeric
             yield batch
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise Fallback(str(exc)) from None
+
+
+def limited(batches: Iterator, limit: Optional[int]) -> Iterator:
+    """The non-empty batches of the first ``limit`` rows (all rows without a limit)."""
+    total = 0
+    for batch in batches:
+        if limit is not None:
+            if total >= limit:
+                return
+            batch = batch.slice(0, limit - total)
+        if batch.num_rows:
+            total += batch.num_rows
+            yield batch
 
 
 def floats(arr) -> np.ndarray:
@@ -170,13 +183,62 @@ def distinct(path, first_line: int, ncols: int, delim: str, columns, limit: Opti
     import pyarrow.compute as pc
 
     out: dict = {c: set() for c in columns}
-    total = 0
-    for batch in batches(path, first_line, ncols, delim, columns, []):
-        if limit is not None:
-            if total >= limit:
-                break
-            batch = batch.slice(0, limit - total)
-        total += batch.num_rows
+    for batch in limited(batches(path, first_line, ncols, delim, columns, []), limit):
         for c in columns:
             out[c].update(pc.unique(batch.column(c)).to_pylist())
+    return out
+
+
+def auto_categories(path, first_line: int, first: list, ncols: int, delim: str, columns, limit: Optional[int],
+                    max_categories: int) -> dict:
+    """``--categorical auto`` read by pyarrow: ``{column: its categories}`` for each of ``columns`` holding a
+    value that is not a number (the others stay numeric), as the row-by-row collector decides it.
+
+    A column whose values all parse as numbers by pyarrow is numeric in that batch (pyarrow takes a subset
+    of what ``float`` does); otherwise its distinct tokens are judged by ``float`` itself. Any doubt — a
+    categorical column past ``max_categories`` (whose message names a line), a quote, a first row other
+    than ours — is :class:`Fallback`.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .categories import is_number
+
+    missing = pa.array(sorted(MISSING_TOKENS), type=pa.string())
+    vals: dict = {c: set() for c in columns}  # None: more than max_categories values while numeric
+    cat = {c: False for c in columns}
+    checked = False
+    for batch in limited(batches(path, first_line, ncols, delim, columns, []), limit):
+        for c in columns:
+            raw = batch.column(c)
+            if not checked and raw[0].as_py().strip() != first[c].strip():
+                raise Fallback("the first row")
+            trimmed = pc.utf8_trim_whitespace(raw)
+            try:
+                pc.cast(pc.filter(trimmed, pc.invert(pc.is_in(trimmed, value_set=missing))), pa.float64())
+                numeric = True
+            except pa.ArrowException:
+                numeric = False
+            if numeric and vals[c] is None:
+                continue  # numeric so far and too many values to become categorical: nothing to keep
+            if numeric and pc.count_distinct(raw).as_py() > 4 * max_categories + len(MISSING_TOKENS):
+                new = None  # more distinct values than any spelling of max_categories values
+            else:
+                new = {t.strip() for t in pc.unique(raw).to_pylist()} - MISSING_TOKENS
+            if new is not None and not numeric and any(not is_number(v) for v in new):
+                cat[c] = True
+            if new is None or vals[c] is None:
+                if cat[c]:
+                    raise Fallback("a categorical column with too many values")
+                vals[c] = None
+                continue
+            vals[c] |= new
+            if len(vals[c]) > max_categories:
+                if cat[c]:
+                    raise Fallback("a categorical column with too many values")
+                vals[c] = None
+        checked = True
+    out = {c: vals[c] for c in columns if cat[c]}
+    if any('"' in v for s in out.values() for v in s):
+        raise Fallback("a quote after spaces")
     return out

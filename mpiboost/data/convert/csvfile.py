@@ -651,8 +651,8 @@ def _collect_categories(
     no_label: bool = False,
     arrow: bool = False,
 ) -> dict[str, list[str]]:
-    """Pass 1: the sorted categories of the categorical columns, over ``sources``; with ``arrow``, explicit
-    columns are read by pyarrow where it may (:class:`arrowcsv.Fallback` where it may not)."""
+    """Pass 1: the sorted categories of the categorical columns, over ``sources``; with ``arrow``, pyarrow reads
+    them where it may (:class:`arrowcsv.Fallback` where it may not): explicit columns, and ``auto`` over one file."""
     collector: Optional[_Collector] = None
     for path in sources:
         with opts.source(path) as src, _Progress(src, "categories"):
@@ -669,6 +669,16 @@ def _collect_categories(
             else:
                 collector.rebind({k: t.find_key(k, "categorical") for k in collector.cols})
             if t.first_row is None:
+                continue
+            if arrow and spec == "auto" and len(sources) == 1 and arrowcsv.usable(path, opts.delim, opts.comment,
+                                                                                   opts.encoding):
+                cols = dict(collector.cols)  # every feature column is a candidate
+                found = arrowcsv.auto_categories(path, t.first_row[0], t.first_row[1], t.ncols, opts.delim,
+                                                 sorted(set(cols.values())), limit, max_categories)
+                for k, c in cols.items():
+                    if c in found:
+                        collector.categorical[k] = True
+                        collector.values[k] = set(found[c])
                 continue
             if arrow and spec != "auto" and arrowcsv.usable(path, opts.delim, opts.comment, opts.encoding):
                 try:  # the explicit columns' categories, read by pyarrow (ours names the line of any error)
@@ -845,9 +855,8 @@ def convert_csv(
                 return result
             except arrowcsv.Fallback:  # nothing was written; warnings and messages come from the run below
                 pass
-        result = convert_csv(**{**call, "parser": "python"})
         arrowcsv.last_reader = "mpiboost"
-        return result
+        return convert_csv(**{**call, "parser": "python"})
     delim = _parse_delimiter(delimiter) if delimiter is not None else None
     name = os.fspath(path)
     given_names = _split_list(names, "--names")
@@ -1038,14 +1047,9 @@ def convert_csv(
 def _arrow_parsed(path, t: _Table, parser: _CsvParser, delim: str, limit: Optional[int]):
     """(X, y, domain) of the data rows, read by pyarrow; :class:`arrowcsv.Fallback` where it may not be ours."""
     first_line, first = t.first_row
-    total, checked = 0, False
-    for batch in arrowcsv.batches(path, first_line, t.ncols, delim, parser.text_columns, parser.numeric):
-        if limit is not None:
-            if total >= limit:
-                break
-            batch = batch.slice(0, limit - total)
-        if batch.num_rows == 0:
-            continue
+    checked = False
+    batches = arrowcsv.batches(path, first_line, t.ncols, delim, parser.text_columns, parser.numeric)
+    for batch in arrowcsv.limited(batches, limit):
         parts = arrowcsv.columns(batch, parser)
         if not checked:  # pyarrow starts on the row our reader found first, with the same values
             arrowcsv.check_first_row(parts, first, parser)
@@ -1054,7 +1058,6 @@ def _arrow_parsed(path, t: _Table, parser: _CsvParser, delim: str, limit: Option
             out = parser.assemble(*parts)
         except _Retry:
             raise arrowcsv.Fallback("a row the checks refuse") from None
-        total += batch.num_rows
         yield out
 
 
