@@ -115,6 +115,10 @@ def test_plot_refuses_bad_input_before_drawing(multiboost_run, tmp_path):
         proc = run_cli(args)
         assert proc.returncode == 2 and words in proc.stderr, (args, proc.stderr)
     assert not (tmp_path / "a.png").exists() and empty.read_text().startswith('{"summary"')
+    # under mpiexec the scoring process would wait at MPI's start for ranks that never come: refused, no hang
+    proc = run_cli(["plot", log, "--out", str(tmp_path / "a.png"), "--model", str(d / "m.h5"), "--data",
+                    str(d / "test.h5")], n=2, timeout=120)
+    assert proc.returncode == 2 and "plot is a serial command" in proc.stderr, proc.stderr
     # a line cut short (a killed run) is skipped and counted, the rest drawn
     cut = tmp_path / "cut.jsonl"
     cut.write_text((d / "m.jsonl").read_text().splitlines()[0] + "\n" + '{"round": 2, "train_er')

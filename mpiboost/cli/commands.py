@@ -376,6 +376,18 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
+
+
+def launch_size() -> int:
+    """The number of processes the launcher started (1 when not launched by MPI or srun)."""
+    for var in _SIZE_VARS:
+        value = os.environ.get(var)
+        if value and value.isdigit():
+            return int(value)
+    return 1
+
+
 @_serial
 def cmd_plot(args: argparse.Namespace) -> int:
     from .. import plot
@@ -384,6 +396,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
     plot.check_format(args.out)
     if (args.model is None) != (args.data is None):
         raise InputError("--model and --data come together: the per-domain curves score the model on the data")
+    if args.model and launch_size() > 1:
+        # scoring reads the data through MPI in this one process, whose start waits for ranks that never come
+        raise InputError("plot is a serial command: run it without mpiexec or srun (it scores --model on --data "
+                         "in one process)")
     inputs = [("METRICS", m) for m in args.metrics] + [("--model", args.model)] + [("--data", d) for d in args.data or ()]
     check_outputs([("--out", args.out)], inputs)
     try:
