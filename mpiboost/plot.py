@@ -104,7 +104,10 @@ def read_log(path: str) -> RunLog:
     if not log.records:
         raise InputError(f"{path}: no round records (is it the file given to train --metrics?)")
     key = "examples" if log.online else "round"
-    log.records.sort(key=lambda r: r.get(key, 0) if isinstance(r.get(key), (int, float)) else 0)
+    kept = [r for r in log.records if isinstance(r.get(key), int)]  # one kind of record: the first one's
+    log.skipped += len(log.records) - len(kept)
+    log.records = kept
+    log.records.sort(key=lambda r: r[key])
     return log
 
 

@@ -121,9 +121,9 @@ def test_plot_refuses_bad_input_before_drawing(multiboost_run, tmp_path):
     assert proc.returncode == 2 and "plot is a serial command" in proc.stderr, proc.stderr
     # a line cut short (a killed run) is skipped and counted, the rest drawn
     cut = tmp_path / "cut.jsonl"
-    cut.write_text((d / "m.jsonl").read_text().splitlines()[0] + "\n" + '{"round": 2, "train_er')
+    cut.write_text((d / "m.jsonl").read_text().splitlines()[0] + '\n{"examples": 7}\n{"round": 2, "train_er')
     proc = run_cli(["plot", str(cut), "--out", str(tmp_path / "cut.png")])
-    assert proc.returncode == 0 and "1 lines that are not round records skipped" in proc.stderr, proc.stderr
+    assert proc.returncode == 0 and "2 lines that are not round records skipped" in proc.stderr, proc.stderr
 
 
 def test_export_writes_the_split_importance_as_csv_and_in_the_lightgbm_model(multiboost_run, tmp_path):

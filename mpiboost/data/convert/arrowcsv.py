@@ -38,7 +38,7 @@ ROWS_PER_BATCH = 1 << 16  # rows handed to the checks and the writer at a time
 UTF8 = (None, "utf-8", "utf8", "utf-8-sig", "utf_8", "utf_8_sig")
 
 
-last_reader = ""  # who read the last file converted: "pyarrow" or "mpiboost" (tests and the convert message)
+last_reader = ""  # who read the last file converted: "pyarrow" or "mpiboost" (for the tests)
 
 
 class Coded(NamedTuple):
