@@ -136,7 +136,6 @@ def columns(batch, parser) -> tuple:
         return Coded(enc.dictionary.to_pylist(), np.asarray(enc.indices.to_numpy(zero_copy_only=False),
                                                             dtype=np.intp))
 
-
     m = batch.num_rows
     labels = text(parser.label) if parser._get_label is not None else None
     doms = text(parser.domain) if parser._get_domain is not None else None
