@@ -18,7 +18,8 @@ def test_a_vote_no_better_than_chance_is_flagged(tmp_path, capsys):
     data = tmp_path / "ls.h5"
     assert _run("synth", "longservedio", "--n", 20000, "--noise", 0.01, "--seed", 1, "--out", data) == 0
     capsys.readouterr()
-    base = ["train", "--algo", "smoothboost", "--rounds", 100, "--beta", 0.2, "--epsilon", 0.1, "--data", data]
+    base = ["train", "--algo", "smoothboost", "--noise-check", "off", "--rounds", 100, "--beta", 0.2, "--epsilon", 0.1,
+            "--data", data]
     metrics = tmp_path / "m.jsonl"
     assert _run(*base, "--gamma", 0.02, "--model", tmp_path / "m.h5", "--metrics", metrics) == 0
     err = capsys.readouterr().err
@@ -31,3 +32,19 @@ def test_a_vote_no_better_than_chance_is_flagged(tmp_path, capsys):
         assert _run(*base, *gamma, "--model", tmp_path / "g.h5", "--metrics", metrics) == 0
         assert "warning" not in capsys.readouterr().err
         assert json.loads(open(metrics).read().splitlines()[-1])["summary"]["warning"] is None
+
+
+def test_the_noise_check_replaces_a_vote_no_better_than_chance(tmp_path, capsys):
+    """The same run with the default --noise-check holdout: on held-out rows the coin-like SmoothBoost vote loses
+    to AdaBoost by far more than a standard error, so the model is AdaBoost's, and it is not flagged."""
+    from mpiboost.model import Model
+
+    data = tmp_path / "ls.h5"
+    assert _run("synth", "longservedio", "--n", 20000, "--noise", 0.01, "--seed", 1, "--out", data) == 0
+    assert _run("train", "--algo", "smoothboost", "--rounds", 100, "--beta", 0.2, "--epsilon", 0.1, "--gamma", 0.02,
+                "--data", data, "--model", tmp_path / "m.h5") == 0
+    assert "warning" not in capsys.readouterr().err
+    m = Model.load(str(tmp_path / "m.h5"))
+    rec = m.info["noise_check"]
+    assert m.algorithm == "adaboost" and rec["chosen"] == "adaboost", rec
+    assert rec["tried"]["algorithm"]["error"] > 0.4 > rec["tried"]["adaboost"]["error"], rec

@@ -37,7 +37,8 @@ def test_cli_export_is_the_same_on_any_number_of_ranks(ls_data, tmp_path):
     exports = {}
     for n, extra in [(1, ()), (3, ("--dedicated-coordinator",))]:
         model = tmp_path / f"m{n}.h5"
-        _train(train, model, "--algo", "smoothboost", "--weak-learner", "sample", "--seed", "5", *extra, n=n)
+        _train(train, model, "--algo", "smoothboost", "--noise-check", "off", "--weak-learner", "sample", "--seed", "5",
+               *extra, n=n)
         exports[n] = _export(model)
     doc = json.loads(exports[1])
     assert doc["algorithm"] == "smoothboost" and doc["params"]["search"] == "sample"
@@ -48,7 +49,7 @@ def test_metrics_log_and_smoothness(ls_data, tmp_path):
     train, test = ls_data
     metrics = tmp_path / "m.jsonl"
     proc = _train(
-        train, tmp_path / "m.h5", "--algo", "smoothboost", "--weak-learner", "sample", "--valid", str(test),
+        train, tmp_path / "m.h5", "--algo", "smoothboost", "--noise-check", "off", "--weak-learner", "sample", "--valid", str(test),
         "--metrics", str(metrics), n=2, rounds=15,
     )
     assert "valid error" in proc.stdout and "bytes sent" in proc.stdout
@@ -68,7 +69,8 @@ def test_metrics_log_and_smoothness(ls_data, tmp_path):
 def test_resume_gives_the_uninterrupted_model(ls_data, tmp_path):
     train, _ = ls_data
     # gamma given: its default depends on --rounds, and the part run below stands for a run of 20 stopped at 9
-    args = ("--algo", "smoothboost", "--weak-learner", "histogram", "--seed", "3", "--gamma", "0.05")
+    # --noise-check off: the part run's check would be made at 9 rounds, the full run's at 20 (tests/test_noise_check.py)
+    args = ("--algo", "smoothboost", "--noise-check", "off", "--weak-learner", "histogram", "--seed", "3", "--gamma", "0.05")
     _train(train, tmp_path / "full.h5", *args, rounds=20)
     ckpt = tmp_path / "ckpt.h5"
     _train(train, tmp_path / "part.h5", *args, "--checkpoint", str(ckpt), "--checkpoint-every", "4", rounds=9, n=2)
@@ -244,7 +246,7 @@ def test_the_default_gamma_follows_the_rounds_and_a_resumed_run_keeps_its_own(ls
     from mpiboost.model import Model
 
     train, _ = ls_data
-    args = ("--algo", "smoothboost", "--seed", "3")
+    args = ("--algo", "smoothboost", "--noise-check", "off", "--seed", "3")
     ckpt = tmp_path / "ckpt.h5"
     _train(train, tmp_path / "short.h5", *args, "--checkpoint", str(ckpt), "--checkpoint-every", "5", rounds=10)
     _train(train, tmp_path / "long.h5", *args, rounds=400)

@@ -148,13 +148,13 @@ def test_same_split_choice_and_model_on_1_to_4_ranks(noisy, tmp_path):
 def test_resume_makes_the_same_choice(noisy, tmp_path):
     ckpt = tmp_path / "c.h5"
     # gamma given: its default follows --rounds (a run trained on keeps its own, tests/test_train.py)
-    args = ("--algo", "smoothboost", "--gamma", "0.05", "--valid-fraction", "0.2", "--best-round", "--checkpoint", ckpt,
-            "--checkpoint-every", "5")
+    args = ("--algo", "smoothboost", "--noise-check", "off", "--gamma", "0.05", "--valid-fraction", "0.2", "--best-round",
+            "--checkpoint", ckpt, "--checkpoint-every", "5")
     _train(noisy, tmp_path / "part.h5", *args, "--rounds", "25")
     assert Model.load(ckpt).n_rounds == 25  # the checkpoint holds every trained round, not the best ones
     resumed = _train(noisy, tmp_path / "res.h5", *args, "--rounds", "50", "--resume")
-    straight = _train(noisy, tmp_path / "str.h5", "--algo", "smoothboost", "--gamma", "0.05", "--valid-fraction", "0.2",
-                      "--best-round", "--rounds", "50")
+    straight = _train(noisy, tmp_path / "str.h5", "--algo", "smoothboost", "--noise-check", "off", "--gamma", "0.05",
+                      "--valid-fraction", "0.2", "--best-round", "--rounds", "50")
     assert _core(resumed) == _core(straight)
     assert resumed.info["validation"] == straight.info["validation"]
     # another split trains on other rows: refused

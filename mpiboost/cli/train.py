@@ -491,6 +491,10 @@ def summary_line(s: dict, model_path: str) -> str:
         from ..source_trust import describe
 
         line += f" [{describe(s['source_trust'])}]"
+    if (s.get("noise_check") or {}).get("tried"):
+        from ..noise_check import describe as noise_line
+
+        line += f" [{noise_line(s['noise_check'])}]"
     line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {model_path}"
     if s["stop_reason"] != "rounds":
         line += f" (stopped early: {s['stop_reason']})"

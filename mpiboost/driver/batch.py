@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from .. import source_trust
+from .. import noise_check, source_trust
 from .._ext import _openmp
 from ..callbacks import BestRound, Callback, RoundEnv, sorted_callbacks
 from ..data import labels as lab
@@ -125,8 +125,14 @@ def train(
     trust = trust_record(resume, algo)
     if resume is not None:
         # a checkpoint of a run whose folds chose an AdaBoost baseline is that baseline's
-        check_resume(resume, algo.name if trust is None or trust["chosen"] == "algorithm" else
-                     source_trust.BASELINE, run)  # before any work
+        trained = algo.name if trust is None or trust["chosen"] == "algorithm" else source_trust.BASELINE
+        noisy = noise_check.recorded(resume)
+        if noisy is not None and noisy["chosen"] == "adaboost":
+            if algo.params.get("noise_check") == "off":
+                raise CollectiveError("--resume: the checkpoint's noise check chose AdaBoost; --noise-check off "
+                                      "asks for SmoothBoost (train anew, or resume without it)")
+            trained = noise_check.BASELINE  # the check chose AdaBoost: the checkpoint is AdaBoost's
+        check_resume(resume, trained, run)  # before any work
         if auto:
             searched = (resume.info or {}).get("search") if isinstance(resume.info, dict) else None
             if not isinstance(searched, dict) or set(searched.get("chosen") or {}) != set(auto):
@@ -163,6 +169,19 @@ def train(
                                                       algo.n_target)
         if trust["chosen"] == "target":
             inputs = source_trust.target_only(comm, inputs, algo.target, seed)
+        auto = auto_params(algorithm, params)
+    if type(algo).has("noise_check"):
+        # SmoothBoost's weight cap only costs accuracy when no label is wrong: held-out rows decide between it and
+        # AdaBoost (noise_check.py); the run that follows trains the one chosen, on every training row.
+        check = noise_check.recorded(resume)
+        if check is None:
+            why = noise_check.skipped(algo.params, auto)
+            if why is None and resume is not None:
+                why = "resumed from a checkpoint that made no check"
+            check = ({"chosen": "algorithm", "rule": why} if why is not None else
+                     noise_check.choose(comm, algorithm, params or {}, rounds, inputs, seed, sorted_callbacks(callbacks)))
+        info["noise_check"] = check
+        algorithm, params = noise_check.strategy_run(check["chosen"], algorithm, params or {})
         auto = auto_params(algorithm, params)
     if auto:
         if searched is None:
@@ -208,6 +227,8 @@ def train(
         summary["chosen"] = dict(searched["chosen"])
     if trust is not None:
         summary["source_trust"] = trust
+    if "noise_check" in info:
+        summary["noise_check"] = info["noise_check"]
     # The callbacks see the model the rounds built (a checkpoint must hold every trained round, or a resumed run
     # would go on from the best round); the model kept is the result's.
     env = RoundEnv(t=full.n_rounds, rounds=rounds, model=full, is_center=comm.is_center, summary=summary, run=run)

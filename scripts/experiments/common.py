@@ -144,11 +144,13 @@ def train_mpiboost(
     vote: Optional[str] = None,
     valid: Optional[Path] = None,
     extra: Sequence[str] = (),
+    noise_check: Optional[str] = None,
 ) -> dict:
     """Train with ``mpiexec -n nproc python -m mpiboost train``; return the summary,
     the per-round metrics, the model path and the command (as a string).
 
-    ``extra``: further options of the algorithm, as command-line words."""
+    ``extra``: further options of the algorithm, as command-line words; ``noise_check``: SmoothBoost's
+    ``--noise-check`` (``"off"`` in the scripts that reproduce the paper's SmoothBoost; ignored for others)."""
     rundir = workdir / "runs"
     rundir.mkdir(parents=True, exist_ok=True)
     model, metrics = rundir / f"{name}.model.h5", rundir / f"{name}.metrics.jsonl"
@@ -162,6 +164,8 @@ def train_mpiboost(
             cmd += [flag, value]
     if valid is not None:
         cmd += ["--valid", valid]
+    if noise_check is not None and algo == "smoothboost":
+        cmd += ["--noise-check", noise_check]
     cmd += list(extra)
     t0 = time.perf_counter()
     proc = run(cmd)

@@ -98,7 +98,7 @@ def tune(args, rec: C.Records) -> None:
             name = f"tune_{algo}_{mode}_e{eps}_g{gamma}_T{Tmax}_n{args.n_train}_k{k}"
             params = dict(epsilon=eps, gamma=gamma, vote="majority") if algo == "smoothboost" else {}
             res = C.train_mpiboost(args.workdir, name, train, algo=algo, weak_learner=mode, rounds=Tmax, seed=k,
-                                   nproc=args.nproc, threads=args.threads, valid=valid, **params,
+                                   nproc=args.nproc, threads=args.threads, valid=valid, noise_check="off", **params,
                                    beta=args.beta if algo == "smoothboost" or mode == "sample" else None)
             logged = np.array([r["valid_error"] for r in res["rounds"]])
             row = dict(key, rounds_done=len(logged), seconds=res["summary"]["seconds"]["total"])
@@ -168,7 +168,7 @@ def final(args, rec: C.Records, picks: list[dict]) -> None:
                 name = f"tuned_{s['algo']}_{s['mode']}_e{s['epsilon']}_g{s['gamma']}_{s['vote']}_T{s['T']}_n{args.n_train}_p{noise:g}_s{seed}"
                 params = dict(epsilon=s["epsilon"], gamma=s["gamma"]) if s["algo"] == "smoothboost" else {}
                 res = C.train_mpiboost(args.workdir, name, train, algo=s["algo"], weak_learner=s["mode"], rounds=s["T"],
-                                       seed=seed, nproc=args.nproc, threads=args.threads, **params,
+                                       seed=seed, nproc=args.nproc, threads=args.threads, noise_check="off", **params,
                                        beta=args.beta if s["algo"] == "smoothboost" or s["mode"] == "sample" else None)
                 ev = C.evaluate_mpiboost(res["model"], test)
                 rec.add({**key, "error": ev["error"], "seconds": res["summary"]["seconds"]["total"],

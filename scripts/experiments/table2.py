@@ -133,7 +133,7 @@ def run_all(args, rec: C.Records, peers: list[str]) -> None:
                               if algo == "smoothboost" else dict(beta=args.beta if mode == "sample" else None))
                     res = C.train_mpiboost(args.workdir, f"t2_{name}_{algo}_{mode}_n{n}_s{seed}", train, algo=algo,
                                            weak_learner=mode, rounds=args.rounds, seed=seed, nproc=args.nproc,
-                                           threads=args.threads, **params)
+                                           threads=args.threads, noise_check="off", **params)
                     ev = C.evaluate_mpiboost(res["model"], test)
                     s = res["summary"]
                     rec.add({**key, "error": ev["error"], "auc": ev["auc"], "seconds": s["seconds"]["total"],

@@ -1,0 +1,123 @@
+"""SmoothBoost's noise check (``--noise-check holdout``, the default): held-out rows decide between it and AdaBoost.
+
+On clean labels SmoothBoost's weight cap only costs accuracy and AdaBoost, its simplest baseline,
+tests better; with flipped labels SmoothBoost wins. The check trains both on 80% of the training
+rows (or on them all, scored on the validation rows, when the run has any), keeps SmoothBoost unless
+AdaBoost has fewer held-out errors by more than one standard error, and trains the one chosen on
+every row. Checked here: the choice on clean and on noisy rows, the counts against a naive twin
+(both models trained and scored by hand), the same choice and model on 1 to 4 ranks, resuming, and
+the runs that make no check.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mpi_util import mpiexec, run_cli
+from mpiboost.data.format import read_arrays
+from mpiboost.model import Model
+from mpiboost.noise_check import MIN_ROWS
+
+TREES = ("--weak-learner", "tree", "--max-leaves", "8", "--rounds", "30", "--seed", "3")
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory):
+    """Long-Servedio rows, clean and with 20% of the labels flipped, and a clean validation draw."""
+    work = tmp_path_factory.mktemp("noise_check")
+    for name, args in (("clean", ["--n", "4000", "--seed", "1"]), ("noisy", ["--n", "4000", "--noise", "0.2", "--seed", "1"]),
+                       ("valid", ["--n", "1500", "--seed", "2"]), ("small", ["--n", str(MIN_ROWS - 1), "--seed", "1"])):
+        proc = run_cli(["synth", "longservedio", *args, "--out", str(work / f"{name}.h5")])
+        assert proc.returncode == 0, proc.stderr
+    return work
+
+
+def _train(data, model, *extra, n=0) -> Model:
+    proc = run_cli(["train", "--data", str(data), "--model", str(model), "--quiet", "--threads", "1",
+                    *map(str, extra)], n=n, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return Model.load(model)
+
+
+def _core(m: Model) -> tuple:
+    return (m.algorithm, m.feature.tolist(), m.bin.tolist(), m.left.tolist(), m.coef.tolist(), m.params)
+
+
+def test_clean_labels_give_adaboost_trained_on_every_row(sets, tmp_path):
+    m = _train(sets / "clean.h5", tmp_path / "m.h5", "--algo", "smoothboost", *TREES)
+    rec = m.info["noise_check"]
+    assert rec["chosen"] == "adaboost" and m.algorithm == "adaboost", rec
+    t = rec["tried"]
+    assert t["adaboost"]["errors"] < t["algorithm"]["errors"]
+    assert t["adaboost"]["gain"] > t["adaboost"]["se"] > 0
+    assert rec["held_out"] == 800  # 20% of 4,000 rows, stratified: floor or ceil per class
+    # the model is AdaBoost's with the same weak learner on every row, bit for bit
+    ada = _train(sets / "clean.h5", tmp_path / "a.h5", "--algo", "adaboost", *TREES)
+    assert _core(m)[1:5] == _core(ada)[1:5] and m.params == ada.params
+    # --noise-check off: SmoothBoost as asked (the paper)
+    off = _train(sets / "clean.h5", tmp_path / "o.h5", "--algo", "smoothboost", "--noise-check", "off", *TREES)
+    assert off.algorithm == "smoothboost" and off.info["noise_check"]["chosen"] == "algorithm"
+    assert "--noise-check off" in off.info["noise_check"]["rule"]
+
+
+def test_noisy_labels_keep_smoothboost(sets, tmp_path):
+    m = _train(sets / "noisy.h5", tmp_path / "m.h5", "--algo", "smoothboost", *TREES)
+    rec = m.info["noise_check"]
+    assert rec["chosen"] == "algorithm" and m.algorithm == "smoothboost", rec
+    assert rec["tried"]["algorithm"]["errors"] <= rec["tried"]["adaboost"]["errors"]
+    off = _train(sets / "noisy.h5", tmp_path / "o.h5", "--algo", "smoothboost", "--noise-check", "off", *TREES)
+    # the model trained after the check is the one asked for, on every row (the parameters differ in the check only)
+    assert _core(m)[:5] == _core(off)[:5]
+    assert {**m.params, "noise_check": "off"} == off.params
+
+
+def test_counts_on_validation_rows_match_a_naive_twin(sets, tmp_path):
+    """With validation rows the check trains on every training row and counts errors on the validation rows:
+    the same counts as training both models by hand and scoring them."""
+    m = _train(sets / "noisy.h5", tmp_path / "m.h5", "--algo", "smoothboost", "--valid", sets / "valid.h5", *TREES)
+    rec = m.info["noise_check"]
+    assert rec["rows"] == "the validation rows" and rec["held_out"] == 1500
+    arrays = read_arrays(sets / "valid.h5")
+    X, y = arrays["X"], arrays["y"]
+    for key, algo in (("algorithm", ("--algo", "smoothboost", "--noise-check", "off")), ("adaboost", ("--algo", "adaboost"))):
+        twin = _train(sets / "noisy.h5", tmp_path / f"{key}.h5", *algo, *TREES)
+        wrong = int((twin.predict(X) != y).sum())
+        assert rec["tried"][key]["errors"] == wrong, key
+
+
+def test_runs_without_a_check(sets, tmp_path):
+    small = _train(sets / "small.h5", tmp_path / "s.h5", "--algo", "smoothboost", *TREES)
+    assert small.algorithm == "smoothboost" and "fewer than" in small.info["noise_check"]["rule"]
+    auto = _train(sets / "clean.h5", tmp_path / "a.h5", "--algo", "smoothboost", "--epsilon", "auto",
+                  "--valid-fraction", "0.2", *TREES)
+    assert auto.algorithm == "smoothboost" and "auto" in auto.info["noise_check"]["rule"]
+    proc = run_cli(["train", "--data", str(sets / "clean.h5"), "--model", str(tmp_path / "x.h5"), "--algo",
+                    "smoothboost", "--noise-check", "maybe", "--rounds", "5"])
+    assert proc.returncode == 2 and "--noise-check" in proc.stderr
+
+
+def test_resume_trains_the_choice_on(sets, tmp_path):
+    ckpt = tmp_path / "c.h5"
+    base = ("--algo", "smoothboost", "--weak-learner", "tree", "--max-leaves", "8", "--seed", "3", "--gamma", "0.1",
+            "--checkpoint", ckpt)  # gamma given: its default follows --rounds
+    _train(sets / "clean.h5", tmp_path / "part.h5", *base, "--rounds", "15")
+    assert Model.load(ckpt).info["noise_check"]["chosen"] == "adaboost"
+    resumed = _train(sets / "clean.h5", tmp_path / "res.h5", *base, "--rounds", "30", "--resume")
+    straight = _train(sets / "clean.h5", tmp_path / "str.h5", *base[:-2], "--rounds", "30")
+    assert _core(resumed) == _core(straight)
+    # the choice is the checkpoint's (made at 15 rounds), as a resumed run keeps its checkpoint's gamma
+    assert resumed.info["noise_check"] == Model.load(ckpt).info["noise_check"]
+    proc = run_cli(["train", "--data", str(sets / "clean.h5"), "--model", str(tmp_path / "x.h5"), "--quiet",
+                    *map(str, base), "--rounds", "30", "--resume", "--noise-check", "off"])
+    assert proc.returncode == 2 and "--noise-check off" in proc.stderr, proc.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(mpiexec() is None, reason="no mpiexec")
+def test_same_choice_and_model_on_1_to_4_ranks(sets, tmp_path):
+    for name in ("clean", "noisy"):
+        models = {n: _train(sets / f"{name}.h5", tmp_path / f"{name}{n}.h5", "--algo", "smoothboost", *TREES, n=n)
+                  for n in (1, 2, 3, 4)}
+        for n, m in models.items():
+            assert _core(m) == _core(models[1]), (name, n)
+            assert m.info["noise_check"] == models[1].info["noise_check"], (name, n)
