@@ -123,11 +123,11 @@ def train(
         run["valid_metric"] = valid_metric  # another metric chooses other rounds: resume refused
     searched = None
     trust = trust_record(resume, algo)
+    check = noise_check.recorded(resume)  # the noise check a checkpoint made (None: none, or no checkpoint)
     if resume is not None:
         # a checkpoint of a run whose folds chose an AdaBoost baseline is that baseline's
         trained = algo.name if trust is None or trust["chosen"] == "algorithm" else source_trust.BASELINE
-        noisy = noise_check.recorded(resume)
-        if noisy is not None and noisy["chosen"] == "adaboost":
+        if check is not None and check["chosen"] == "adaboost":
             if algo.params.get("noise_check") == "off":
                 raise CollectiveError("--resume: the checkpoint's noise check chose AdaBoost; --noise-check off "
                                       "asks for SmoothBoost (train anew, or resume without it)")
@@ -173,7 +173,6 @@ def train(
     if type(algo).has("noise_check"):
         # SmoothBoost's weight cap only costs accuracy when no label is wrong: held-out rows decide between it and
         # AdaBoost (noise_check.py); the run that follows trains the one chosen, on every training row.
-        check = noise_check.recorded(resume)
         if check is None:
             why = noise_check.skipped(algo.params, auto)
             if why is None and resume is not None:
