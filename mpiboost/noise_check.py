@@ -42,16 +42,16 @@ The driver calls this module; the algorithm knows nothing of it.
 """
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import numpy as np
 
 from . import boost, watchdog
+from .boost.smoothboost import NOISE_CHECK
 from .errors import CollectiveError
-from .source_trust import SWITCH_SE, _row_outcomes
+from .source_trust import SWITCH_SE, _row_outcomes, paired_gain
 
-CHOICES = ("holdout", "off")
+CHOICES = NOISE_CHECK
 BASELINE = "adaboost"
 # The held-out part when the run has no validation rows: the usual 80/20 split of model selection.
 HOLDOUT_FRACTION = 0.2
@@ -131,21 +131,15 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, c
         watchdog.tick()
         for cb in callbacks:  # progress: the check costs about two trainings
             cb.on_search("noise check", i + 1, len(names), comm.is_center)
-    d = wrong["algorithm"] - wrong["adaboost"]  # +1 where AdaBoost is right and SmoothBoost wrong
-    sums = comm.allreduce_int(np.array([rows.size, wrong["algorithm"].sum(), wrong["adaboost"].sum(), d.sum(),
-                                        (d * d).sum()], dtype=np.int64))
-    n = int(sums[0])
-    if n == 0:
-        raise CollectiveError("the noise check has no held-out rows")  # not reachable: split_valid refuses it
-    gain = int(sums[3]) / n
-    var = max(int(sums[4]) - int(sums[3]) ** 2 / n, 0.0) / max(n - 1, 1)
-    se = math.sqrt(var / n)
+    n = int(comm.allreduce_int(np.array([rows.size], dtype=np.int64))[0])  # at least 1: split_valid refuses none
+    mine = int(comm.allreduce_int(np.array([wrong["algorithm"].sum()], dtype=np.int64))[0])
+    errors, gain, se = paired_gain(comm, wrong["algorithm"], wrong["adaboost"], n)
     chosen = "adaboost" if gain > 0 and gain > SWITCH_SE * se else "algorithm"
     return {"chosen": chosen, "held_out": n, "rows": where,
             "rule": f"SmoothBoost unless AdaBoost has fewer errors on {where} by more than {SWITCH_SE:g} standard "
                     "error of the paired per-row differences",
-            "tried": {"algorithm": {"errors": int(sums[1]), "error": int(sums[1]) / n},
-                      "adaboost": {"errors": int(sums[2]), "error": int(sums[2]) / n, "gain": gain, "se": se}}}
+            "tried": {"algorithm": {"errors": mine, "error": mine / n},
+                      "adaboost": {"errors": errors, "error": errors / n, "gain": gain, "se": se}}}
 
 
 def recorded(resume) -> Optional[dict]:
@@ -160,9 +154,7 @@ def recorded(resume) -> Optional[dict]:
 
 
 def describe(rec: dict) -> str:
-    """One line for the run's output."""
-    if not rec.get("tried"):
-        return f"noise check: {rec.get('rule', 'none')}"
+    """One line for the run's output, for a record of a check that was made (one with ``tried``)."""
     t, n = rec["tried"], rec["held_out"]
     what = "AdaBoost (the labels look clean)" if rec["chosen"] == "adaboost" else "SmoothBoost"
     return (f"noise check: the model is {what}; errors on {n:,} held-out rows: SmoothBoost "

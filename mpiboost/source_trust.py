@@ -342,6 +342,20 @@ def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int,
     return out
 
 
+def paired_gain(comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int) -> tuple[int, float, float]:
+    """Collective: (errors of ``wrong``, its mean gain over ``base_wrong``, the standard error of that mean).
+
+    ``base_wrong`` and ``wrong`` are this rank's 0/1 errors of two models on the same held-out rows; ``n`` the
+    held-out rows of all ranks. The gain is the mean of the paired differences ``base_wrong - wrong`` (+1 where
+    the second model is right and the first wrong), from exact integer sums: the same on any number of ranks.
+    """
+    d = base_wrong - wrong
+    sums = comm.allreduce_int(np.array([wrong.sum(), d.sum(), (d * d).sum()], dtype=np.int64))
+    gain = int(sums[1]) / n
+    var = max(int(sums[2]) - int(sums[1]) ** 2 / n, 0.0) / max(n - 1, 1)
+    return int(sums[0]), gain, math.sqrt(var / n)
+
+
 def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
            folds: int, callbacks=()) -> dict:
     """Collective: the k-fold choice of how to use the sources; the record kept in the model's info.
@@ -397,13 +411,9 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
     base_wrong = outcomes[incumbent][0]
     for s in STRATEGIES:
         wrong, margin = outcomes[s]
-        d = base_wrong - wrong  # per target row: +1 where s is right and the incumbent wrong
-        sums = comm.allreduce_int(np.array([wrong.sum(), d.sum(), (d * d).sum()], dtype=np.int64))
+        errors, gain, se = paired_gain(comm, base_wrong, wrong, n_target)
         total = float(proto.reduce_terms([_exact.partials(np.ascontiguousarray(margin))])[0])  # exact: any ranks
-        gain = int(sums[1]) / n_target
-        var = max(int(sums[2]) - int(sums[1]) ** 2 / n_target, 0.0) / max(n_target - 1, 1)
-        tried[s] = {"errors": int(sums[0]), "error": int(sums[0]) / n_target, "margin": total / n_target,
-                    "gain": gain, "se": math.sqrt(var / n_target)}
+        tried[s] = {"errors": errors, "error": errors / n_target, "margin": total / n_target, "gain": gain, "se": se}
     chosen = incumbent
     for s in STRATEGIES:
         t = tried[s]

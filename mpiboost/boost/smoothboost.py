@@ -60,6 +60,7 @@ def default_gamma(beta: float) -> float:
 
 
 EPSILON_GRID = (0.1, 0.2, 0.4, 0.6)
+NOISE_CHECK = ("holdout", "off")  # --noise-check: the driver's check against AdaBoost (mpiboost.noise_check), or none
 # The default shrink follows the rounds T asked: gamma(T) = gamma_ref (T_ref / T)^0.6. A shrink gamma
 # spends the weak learner's edge in about T* ~ gamma^-1.65 rounds (measured: the best validation rounds
 # of the stump runs at 10% noise, gamma 0.02 / 0.05 / 0.15 -> rounds ~760 / 220 / 28 on a9a, ijcnn1,
@@ -114,7 +115,7 @@ class SmoothBoost(Reweighting):
               "than one standard error of the paired differences (clean labels, where the weight cap only costs "
               "accuracy), and the one chosen is trained on every training row; no check below 1,000 training rows "
               "or with --epsilon auto; off: SmoothBoost as asked (the paper)",
-              choices=("holdout", "off"), origin="beyond"),
+              choices=NOISE_CHECK, origin="beyond"),
         Param("vote", str, "majority", "the final vote: the unweighted majority (the paper; the only one: "
               "--vote weighted was removed, see docs/results.md)"),
         Param("weight_store", str, "cells",
