@@ -148,9 +148,19 @@ def recorded(resume) -> Optional[dict]:
     rec = info.get("noise_check")
     if rec is None:
         return None
-    if not isinstance(rec, dict) or rec.get("chosen") not in ("algorithm", "adaboost"):
+    if not isinstance(rec, dict) or rec.get("chosen") not in ("algorithm", "adaboost") or not _counts_ok(rec):
         raise CollectiveError("--resume: the checkpoint's noise_check record is not one this version wrote")
     return rec
+
+
+def _counts_ok(rec: dict) -> bool:
+    """A record without counts (no check made), or one whose counts are what :func:`describe` prints."""
+    if "tried" not in rec:
+        return True
+    tried = rec["tried"]
+    return (isinstance(rec.get("held_out"), int) and isinstance(tried, dict)
+            and all(isinstance(tried.get(k), dict) and isinstance(tried[k].get("errors"), int)
+                    for k in ("algorithm", "adaboost")))
 
 
 def describe(rec: dict) -> str:

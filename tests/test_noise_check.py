@@ -121,3 +121,22 @@ def test_same_choice_and_model_on_1_to_4_ranks(sets, tmp_path):
         for n, m in models.items():
             assert _core(m) == _core(models[1]), (name, n)
             assert m.info["noise_check"] == models[1].info["noise_check"], (name, n)
+
+
+def test_a_crafted_checkpoint_record_is_refused(sets, tmp_path):
+    """A checkpoint whose noise-check record is not one mpiboost wrote: exit 2 naming it, not a traceback."""
+    import h5py
+    import json
+
+    ckpt = tmp_path / "c.h5"
+    base = ["train", "--algo", "smoothboost", "--data", str(sets / "clean.h5"), "--quiet", "--threads", "1", *TREES[:4],
+            "--seed", "3", "--gamma", "0.1", "--checkpoint", str(ckpt)]
+    assert run_cli([*base, "--model", str(tmp_path / "p.h5"), "--rounds", "5"]).returncode == 0
+    with h5py.File(ckpt, "r+") as f:
+        key = next(k for k in f.attrs if "noise_check" in str(f.attrs[k]))
+        doc = json.loads(f.attrs[key])
+        info = doc if "noise_check" in doc else doc["info"]
+        info["noise_check"]["tried"] = {}
+        f.attrs[key] = json.dumps(doc)
+    proc = run_cli([*base, "--model", str(tmp_path / "r.h5"), "--rounds", "10", "--resume"])
+    assert proc.returncode == 2 and "noise_check record" in proc.stderr, proc.stderr[-2000:]
