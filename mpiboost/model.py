@@ -31,6 +31,7 @@ from .data import labels as lab
 from .data.binning import MAX_EDGES, BinMapper, check_flat
 from .data.format import MAX_FEATURES, check_stored
 from .errors import InputError
+from .h5read import open_read
 
 # 2: classes, output and the right-hand value of each stump; 3: trees (group "trees", ensemble/tree,
 # header "link"); format 1 and 2 files still load
@@ -530,7 +531,7 @@ class Model:
             # a FIFO or device would block the open, or never end
             raise InputError(f"{path}: not a regular file (a directory, FIFO, device or socket)")
         try:
-            f = h5py.File(path, "r")
+            f = open_read(path)
         except (OSError, RuntimeError, ValueError) as exc:
             raise InputError(f"{path}: not a readable HDF5 model file ({exc})") from None
         try:

@@ -111,7 +111,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, c
         ``chosen`` (``"algorithm"`` or ``"adaboost"``), ``rule``, ``held_out`` (rows), ``rows`` (where they
         came from) and, per candidate, its held-out ``errors`` and ``error``; AdaBoost's ``gain`` and ``se``.
     """
-    from .driver.batch import _Inputs, _run_once, _subset, valid_mask
+    from .driver.batch import _Inputs, _subset, candidate, valid_mask
 
     shard = inputs.shard
     if inputs.valid is not None:
@@ -126,7 +126,8 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, c
     wrong = {}
     names = (("algorithm", algorithm, params), ("adaboost", *baseline_run(params)))
     for i, (key, name, p) in enumerate(names):
-        model = _run_once(comm, name, p, rounds, _Inputs(train), seed, (), None, None, None)[0].finish()
+        model = candidate(comm, name, p, rounds, _Inputs(train), seed, phase="noise check", step=i + 1,
+                          steps=len(names)).finish()
         wrong[key] = _row_outcomes(model, held, rows)[0]
         watchdog.tick()
         for cb in callbacks:  # progress: the check costs about two trainings

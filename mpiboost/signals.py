@@ -7,6 +7,12 @@ them got one (a one-integer allreduce, primitive ``signal_check``), so all stop 
 The run then writes its ``--checkpoint`` (however far the next periodic one is), saves no model, and
 the command exits with :data:`PREEMPTED_EXIT` (75, ``EX_TEMPFAIL``: "try again"); ``--resume`` with the
 same ``--checkpoint`` continues to the model of an uninterrupted run.
+
+A selection phase before the rounds (the noise check, the source screen and folds, the ``auto`` searches)
+trains candidates through the same loop. A candidate stopped by a signal is a truncated model, and a
+choice made from it would be wrong, so the phase raises :class:`Preempted` instead of choosing: nothing
+is recorded, the command exits 75 all the same, and ``--resume`` runs the phase again from its start
+(every candidate is deterministic, so the choice, and the model, are the uninterrupted run's).
 """
 from __future__ import annotations
 
@@ -16,6 +22,18 @@ from typing import Optional
 PREEMPTED_EXIT = 75
 NAMES = ("SIGTERM", "SIGUSR1")
 _state: dict = {"armed": False, "caught": None, "previous": {}}
+
+
+class Preempted(Exception):
+    """A signal stopped a selection phase before it could choose: no choice, no checkpoint of it.
+
+    Raised on every rank alike (the signal is agreed by :func:`agreed` before a candidate stops).
+    """
+
+    def __init__(self, signal_name: str, phase: str, step: int = 0, steps: int = 0) -> None:
+        self.signal, self.phase, self.step, self.steps = signal_name, phase, int(step), int(steps)
+        where = f" (training {step} of {steps})" if steps else ""
+        super().__init__(f"stopped by {signal_name} during the {phase}{where}")
 
 
 def _handler(signum, frame) -> None:  # noqa: ARG001 - the signal module's signature
@@ -46,6 +64,14 @@ def armed() -> bool:
 def caught() -> Optional[str]:
     """The first signal recorded on this rank (None: none)."""
     return _state["caught"]
+
+
+def stopped_by(reason: str) -> Optional[str]:
+    """The signal a round loop's stop reason names (``"stopped by SIGTERM"`` -> ``"SIGTERM"``), else None."""
+    for name in NAMES:
+        if reason == f"stopped by {name}":
+            return name
+    return None
 
 
 def agreed(comm) -> Optional[str]:

@@ -251,14 +251,14 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
     stronger one shows a related source's rule with fewer target rows.
     """
     from .protocol import Protocol
-    from .driver.batch import _Inputs, _run_once, _subset
+    from .driver.batch import _Inputs, _subset, candidate
 
     shard = inputs.shard
     counts = np.asarray(shard.domain_counts if shard.domain_counts is not None else [], dtype=np.int64)
     rows = np.flatnonzero(shard.domain == target)
 
     def target_errors(run: tuple, on) -> int:
-        model = _run_once(comm, *run, rounds, on, seed, (), None, None, None)[0].finish()
+        model = candidate(comm, *run, rounds, on, seed, phase="source screen").finish()
         wrong, m = _row_outcomes(model, shard, rows)
         watchdog.tick()
         errors = int(comm.allreduce_int(np.array([wrong.sum()], dtype=np.int64))[0])
@@ -319,7 +319,7 @@ def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int,
     dict
         strategy -> (wrong, margin), arrays over this rank's rows (zeros off the target).
     """
-    from .driver.batch import _Inputs, _run_once, _subset
+    from .driver.batch import _Inputs, _subset, candidate
 
     shard = inputs.shard
     out = {s: (np.zeros(shard.domain.size, dtype=np.int64), np.zeros(shard.domain.size)) for s in STRATEGIES}
@@ -332,11 +332,12 @@ def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int,
             if s == "target":  # the target rows alone in their own bins, as the final model would be
                 rows = own_bins(comm, shard, (fold != f) & (shard.domain == target), seed)
                 cols = rebin(shard, held, rows.bins)
-            model = _run_once(comm, name, p, rounds, _Inputs(rows), seed, (), None, None, None)[0].finish()
+            done = f * len(STRATEGIES) + STRATEGIES.index(s) + 1
+            model = candidate(comm, name, p, rounds, _Inputs(rows), seed, phase="source trust folds", step=done,
+                              steps=k * len(STRATEGIES)).finish()
             wrong, margin = _row_outcomes(model, shard, held, cols)
             out[s][0][held], out[s][1][held] = wrong, margin
             watchdog.tick()
-            done = f * len(STRATEGIES) + STRATEGIES.index(s) + 1
             for cb in callbacks:  # progress: the folds may take many times one training
                 cb.on_search("source trust folds", done, k * len(STRATEGIES), comm.is_center)
     return out

@@ -194,6 +194,15 @@ def start(comm: Any, timeout: Optional[float], option: str = "--stall-timeout") 
     global _active, _last_timeout
     if not timeout or comm.size == 1:
         return None
+    if not comm.thread_multiple():
+        # The heartbeats run in a thread of their own, which calls MPI while the main thread may be in a
+        # collective: without MPI_THREAD_MULTIPLE that is undefined (a crash or a hang). The run goes on
+        # without the watchdog, and says so (a stopped rank then leaves the others waiting).
+        if comm.is_center:
+            print(f"mpiboost: warning: the MPI library gives no MPI_THREAD_MULTIPLE, which the watchdog's thread "
+                  f"needs: {option} is off for this run (an MPI built with thread support enables it)",
+                  file=sys.stderr, flush=True)
+        return None
     w = Watchdog(comm.mpi, timeout, option=option)
     _last_timeout = float(timeout)
     _active = w

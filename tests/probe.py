@@ -25,6 +25,9 @@ Faults and pauses the tests need, from the environment:
   callbacks see it), writes ``DIR/reached-K`` and waits, making progress, until
   ``DIR/go-K`` exists; with ``PROBE_GATE_HEARTBEATS=H`` it also waits until its
   watchdog has sent H heartbeats;
+* ``PROBE_SIGNAL=R:K1,K2,...``: rank R (``all``: every rank) sends itself SIGTERM at the end of its K-th
+  round (counted over every round loop of the process: a selection phase's candidates too), as a
+  scheduler's signal arriving then;
 * ``PROBE_STALL=R:S``: rank R, once its watchdog runs, makes progress for S
   seconds, then stops (sleeps for ever outside MPI, as a rank stuck in I/O).
 
@@ -186,6 +189,8 @@ def _install() -> None:
         out = round_metrics(t, *args, **kwargs)
         _state["worked"] = True
         _say(f"round {t}")
+        _state["round"] += 1
+        _signal(_state["round"])
         _gate(t)
         return out
 
@@ -216,6 +221,18 @@ def _fsize(limit: int) -> None:
     import resource
 
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def _signal(count: int) -> None:
+    spec = os.environ.get("PROBE_SIGNAL")
+    if not spec:
+        return
+    rank, counts = spec.split(":")
+    if (rank == "all" or int(rank) == _rank()) and str(count) in counts.split(","):
+        import signal
+
+        _say(f"SIGTERM at round call {count}")
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _stall() -> None:

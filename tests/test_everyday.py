@@ -27,6 +27,57 @@ def test_slurm_tasks_without_mpi_wiring_are_refused_and_one_process_in_an_alloca
     assert capsys.readouterr().err == ""
 
 
+def test_a_launcher_of_another_mpi_is_refused_by_its_size_variable():
+    """Hydra's mpiexec with an mpi4py on Open MPI (or the reverse): N processes that each see one rank."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE"):
+        with pytest.raises(CollectiveError, match=rf"{var}=3: the launcher started 3 processes but MPI sees 1 rank"):
+            check_launcher(_One(), {var: "3"})
+    with pytest.raises(CollectiveError, match="started 3 processes but MPI sees 2"):
+        check_launcher(_Two(), {"PMI_SIZE": "3"})
+    check_launcher(_Two(), {"PMI_SIZE": "2", "OMPI_COMM_WORLD_SIZE": "2"})  # the launcher of mpi4py's MPI
+    check_launcher(_One(), {"PMI_SIZE": "1"})
+    check_launcher(_One(), {"PMI_SIZE": ""})
+
+
+@pytest.mark.parametrize("command", [["doctor"], ["train", "--algo", "adaboost", "--rounds", "2", "--model", "m.h5"]])
+def test_a_mismatched_launcher_ends_train_and_doctor_with_exit_2_and_one_message(tmp_path, command):
+    import probe
+
+    data = tmp_path / "d.h5"
+    assert run_cli(["synth", "longservedio", "--n", "300", "--out", str(data)]).returncode == 0
+    args = command + (["--data", str(data)] if command[0] == "train" else [])
+    env = {"OMPI_COMM_WORLD_SIZE": "3", "OMPI_COMM_WORLD_RANK": "0"}
+    proc = probe.run(args, env=env, cwd=tmp_path)
+    assert proc.returncode == 2 and "OMPI_COMM_WORLD_SIZE=3: the launcher started 3 processes" in proc.stderr
+    assert not probe.lines(proc.stdout, ": round ") and not (tmp_path / "m.h5").exists()
+    other = probe.run(args, env={**env, "OMPI_COMM_WORLD_RANK": "2"}, cwd=tmp_path)  # launch rank 2 of the 3
+    assert other.returncode == 2 and "mpiboost: error" not in other.stderr  # the message once, from rank 0
+
+
+def test_no_mpi_library_gives_the_install_hint_and_exit_2(tmp_path):
+    """mpi4py installed, no MPI library to load (mpi4py raises RuntimeError "cannot load MPI library")."""
+    import subprocess
+    import sys
+
+    from mpi_util import mpi_env
+
+    code = """
+import sys
+class NoLibrary:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mpi4py.MPI":
+            raise RuntimeError("cannot load MPI library")
+sys.meta_path.insert(0, NoLibrary())
+from mpiboost.cli import main
+sys.exit(main(["doctor"]))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=mpi_env(),
+                          cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "no MPI library could be loaded (cannot load MPI library)" in proc.stderr
+    assert "pip install 'mpiboost[mpich]'" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_the_train_command_refuses_before_any_work(tmp_path):
     data, model = tmp_path / "d.h5", tmp_path / "m.h5"
     assert run_cli(["synth", "longservedio", "--n", "500", "--out", str(data)]).returncode == 0
@@ -34,8 +85,11 @@ def test_the_train_command_refuses_before_any_work(tmp_path):
                    env={"SLURM_NTASKS": "2", "SLURM_PROCID": "0"})
     assert proc.returncode == 2 and "are not one MPI job" in proc.stderr and not model.exists()
     proc = run_cli(["train", "--algo", "online-ocor", "--data", str(data), "--model", str(model)],
-                   env={"SLURM_NTASKS": "3", "SLURM_PROCID": "2"})
+                   env={"SLURM_NTASKS": "3", "SLURM_PROCID": "0"})
     assert proc.returncode == 2 and "SLURM_NTASKS=3" in proc.stderr and not model.exists()
+    proc = run_cli(["train", "--algo", "online-ocor", "--data", str(data), "--model", str(model)],
+                   env={"SLURM_NTASKS": "3", "SLURM_PROCID": "2"})  # the other tasks: the same exit, no copy of it
+    assert proc.returncode == 2 and proc.stderr == "" and not model.exists()
 
 
 def test_metrics_dash_writes_the_records_to_standard_output_and_no_file(tmp_path):

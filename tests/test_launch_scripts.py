@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mpi_util import ROOT, mpi_env, mpiexec
+from mpi_util import ROOT, flavour, mpi_env, mpiexec
 
 SCRIPTS = ROOT / "scripts"
 SLURM = SCRIPTS / "slurm" / "train.sbatch"
@@ -310,7 +310,7 @@ exec "$REAL_MPIEXEC" -n "$n" "$@"
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("srun_mpi", [None, "pmi2", "none"])
+@pytest.mark.parametrize("srun_mpi", [None, "pmix", "none"])
 def test_slurm_job_from_spool_copy(srun_mpi, tmp_path):
     """Inside a (simulated) Slurm job: sbatch runs a copy of the script from its spool directory."""
     bindir = tmp_path / "bin"
@@ -336,10 +336,41 @@ def test_slurm_job_from_spool_copy(srun_mpi, tmp_path):
     assert_doctor(proc, 3)
     argv = log.read_text().splitlines()
     mpi_flags = [a for a in argv if a.startswith("--mpi")]
-    assert mpi_flags == ([] if srun_mpi == "none" else [f"--mpi={srun_mpi or 'pmix'}"])
+    # by default the plugin of the MPI mpi4py loads: pmi2 for MPICH (whose pip wheel has no PMIx), pmix for Open MPI
+    default = {"mpich": "pmi2", "openmpi": "pmix"}.get(flavour())
+    expected = srun_mpi or default
+    assert mpi_flags == ([] if expected in ("none", None) else [f"--mpi={expected}"])
+    if srun_mpi is None:
+        assert f"srun --mpi={default or 'none'} (MPIBOOST_SRUN_MPI overrides)" in proc.stderr
     assert "--kill-on-bad-exit=1" in argv
     assert "--cpus-per-task=1" in argv
     assert argv[-4:] == [sys.executable, "-m", "mpiboost", "doctor"]
+
+
+@pytest.mark.mpi
+def test_an_array_task_submitted_outside_the_checkout_finds_the_scripts(tmp_path):
+    """``scontrol show job ARRAY_ID`` lists every task of the array, one line each: the script is the first's."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    write_exe(bindir / "srun", FAKE_SRUN)
+    line = f"JobId=43 ArrayJobId=42 ArrayTaskId={{}} Command={SLURM} WorkDir={tmp_path}"
+    write_exe(bindir / "scontrol", "#!/bin/bash\n" + "".join(f"echo '{line.format(k)}'\n" for k in (1, 2, 3)))
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    shutil.copy(SLURM, spool / "slurm_script")
+    env = {"PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}", "REAL_MPIEXEC": mpiexec(),
+           "FAKE_LOG": tmp_path / "srun.log", "SLURM_JOB_ID": "42", "SLURM_ARRAY_JOB_ID": "42",
+           "SLURM_ARRAY_TASK_ID": "2", "SLURM_NTASKS": "2", "SLURM_CPUS_PER_TASK": "1", "SLURM_JOB_NUM_NODES": "1",
+           "SLURM_SUBMIT_DIR": tmp_path}  # submitted from outside the checkout
+    proc = run_script(spool / "slurm_script", ["doctor"], env=env, cwd=tmp_path)
+    assert "cannot find scripts/lib/launch.sh" not in proc.stderr
+    assert_doctor(proc, 2)
+
+
+def test_the_slurm_header_runs_on_one_small_node_and_appends_to_its_output():
+    header = [ln for ln in SLURM.read_text().splitlines() if ln.startswith("#SBATCH ")]
+    assert "#SBATCH --nodes=1" in header and "#SBATCH --open-mode=append" in header
+    assert "#SBATCH --ntasks=2" in header and "#SBATCH --cpus-per-task=1" in header
 
 
 def test_the_installed_scripts_are_listed_printed_and_copied_to_a_folder_where_they_run(tmp_path):

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import __version__
 from ..errors import CollectiveError, InputError
+from ..h5read import open_read
 from .parser import Parser
 
 _RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID")
@@ -163,7 +164,7 @@ def _is_model_file(path: str) -> bool:
     try:
         import h5py
 
-        with h5py.File(path, "r") as f:
+        with open_read(path) as f:
             return "header" in f.attrs and "X" not in f
     except (OSError, RuntimeError, ValueError):
         return False  # the data reader gives its own message
@@ -173,7 +174,7 @@ def _model_version(path: str) -> Optional[str]:
     """The mpiboost version that wrote a model file (its header checked already by the loader)."""
     import h5py
 
-    with h5py.File(path, "r") as f:
+    with open_read(path) as f:
         v = json.loads(f.attrs["header"]).get("mpiboost_version")
     return v if isinstance(v, str) else None
 
@@ -508,10 +509,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from .. import comm as comm_mod
     from .._ext import _openmp
 
-    from .train import check_threads
+    from .train import check_launcher, check_threads
 
     check_threads(args.threads)
     comm = comm_mod.world()
+    check_launcher(comm)  # a launcher of another MPI than mpi4py's: N one-rank jobs, refused
     threads = args.threads or comm.default_threads()
     _openmp.set_num_threads(threads)
     row = {
@@ -694,7 +696,7 @@ def guarded(func, *args) -> int:
     and aborts with code 1. So no rank is left waiting in a collective.
     """
     from .. import watchdog
-    from ..comm import abort_world, mpi_started, world_rank
+    from ..comm import abort_world, mpi_started, world_rank, world_size
 
     try:
         try:
@@ -702,8 +704,9 @@ def guarded(func, *args) -> int:
         finally:
             watchdog.stop()  # every rank ends here together (or aborts): no heartbeat is missed
     except CollectiveError as exc:
-        # Before MPI starts (argument errors) the launcher's rank variables tell who prints.
-        if (world_rank() if mpi_started() else launch_rank()) == 0:
+        # Before MPI starts (argument errors) the launcher's rank variables tell who prints; so they do when
+        # every process is a world of its own (a launcher of another MPI: every one is rank 0)
+        if (world_rank() if mpi_started() and world_size() > 1 else launch_rank()) == 0:
             print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     except InputError as exc:

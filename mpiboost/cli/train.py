@@ -140,10 +140,16 @@ def check_common(args: argparse.Namespace) -> None:
 # What the schedulers set for the tasks of a job step: (variable of the task count, variable present inside a
 # launched task). A task count above 1 with an MPI world of 1 rank means the tasks were not wired to one MPI job.
 SCHEDULER_TASKS = (("SLURM_NTASKS", "SLURM_PROCID"), ("PBS_NP", None))
+# The world size each MPI launcher gives its processes (MPICH's Hydra and PMI-2, Open MPI, PMIx, MVAPICH).
+MPI_SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE")
 
 
 def check_launcher(comm, env=None) -> None:
-    """Refuse a run whose scheduler started N > 1 tasks that MPI does not join (each would train on all rows).
+    """Refuse a run whose launcher or scheduler started N > 1 processes that MPI does not join.
+
+    A launcher of another MPI library than the one mpi4py loads (Hydra's ``mpiexec`` with an mpi4py built on
+    Open MPI, say) starts N processes that each see a world of one rank: its size variable (``PMI_SIZE``,
+    ``OMPI_COMM_WORLD_SIZE``, ...) differs from ``COMM_WORLD``'s, an agreed error, exit 2.
 
     Inside a Slurm step (``SLURM_PROCID`` set) with ``SLURM_NTASKS`` > 1 but an MPI world of one rank, the
     tasks are independent copies: an agreed error, exit 2. A batch script that runs one process in an
@@ -152,6 +158,23 @@ def check_launcher(comm, env=None) -> None:
     import sys
 
     env = os.environ if env is None else env
+    for var in MPI_SIZE_VARS:
+        value = str(env.get(var, ""))
+        if value.isdigit() and int(value) > 1 and int(value) != comm.size:
+            import sys
+
+            from ..comm import library_version, mpi_started
+
+            local = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+            where = f" ({local})" if os.path.exists(local) else ""
+            lib = f" ({library_version()})" if mpi_started() else ""
+            raise CollectiveError(
+                f"{var}={value}: the launcher started {value} processes but MPI sees {comm.size} rank(s): the "
+                f"launcher is not of the MPI library mpi4py loads{lib}, so each process would train alone on every "
+                f"row. Launch with that library's own mpiexec{where}, or build mpi4py against the launcher's MPI "
+                "(`pip install --no-binary=mpi4py mpi4py`)")
+        if value.isdigit():
+            break
     if comm.size != 1:
         return
     for count, inside in SCHEDULER_TASKS:
@@ -379,8 +402,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     run = {"algo": args.algo, "rounds": args.rounds, "seed": args.seed, "valid_fraction": args.valid_fraction,
            "valid_metric": args.valid_metric, "best_round": args.best_round, "early_stop": args.early_stop,
            "threads": args.threads, "dedicated_coordinator": args.dedicated_coordinator}
-    model = train_files({**run, **params}, data, valid=args.valid, comm=comm, callbacks=callbacks + writers,
-                        resume=resume)
+    try:
+        model = train_files({**run, **params}, data, valid=args.valid, comm=comm, callbacks=callbacks + writers,
+                            resume=resume)
+    except signals.Preempted as exc:
+        return _preempted_phase(comm, args, exc)
     result = TrainResult(model, model.summary_)
     if str(result.summary.get("stop_reason", "")).startswith("stopped by SIG"):
         return _preempted(comm, args, result, writers)
@@ -443,6 +469,25 @@ def _preempted(comm, args: argparse.Namespace, result, writers) -> int:
                 f"but the checkpoint could not be written ({lost})")
         print(f"mpiboost: {s['stop_reason']} after round {s['rounds']} of {args.rounds}: no model was saved to "
               f"{args.model}; {kept} (exit {PREEMPTED_EXIT})", file=sys.stderr, flush=True)
+    comm.barrier()
+    return PREEMPTED_EXIT
+
+
+def _preempted_phase(comm, args: argparse.Namespace, exc) -> int:
+    """A selection phase stopped by SIGTERM / SIGUSR1 (every rank alike): nothing chosen, nothing saved; exit 75.
+
+    A checkpoint being resumed is left as it was (it cannot be one of this phase: a checkpoint records the
+    choices made before its rounds, so a resumed run makes none); the next ``--resume`` runs the phase anew.
+    """
+    import sys
+
+    from ..signals import PREEMPTED_EXIT
+
+    if comm.is_center:
+        then = ("the same command with --resume runs it again from its start" if args.checkpoint else
+                "run the command again (with --checkpoint and --resume, later stops keep the rounds trained)")
+        print(f"mpiboost: {exc} before the first round: no choice was recorded and no model was saved to "
+              f"{args.model}; {then} (exit {PREEMPTED_EXIT})", file=sys.stderr, flush=True)
     comm.barrier()
     return PREEMPTED_EXIT
 

@@ -14,6 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..h5read import open_read
+
 WINDOW_ROWS = 64
 WINDOWS = 16
 ATTRS = ("classes", "feature_names", "domain_names", "domain_name")
@@ -31,7 +33,7 @@ def fingerprint_file(path: str) -> dict:
     import h5py
 
     digest = hashlib.sha256()
-    with h5py.File(path, "r") as f:
+    with open_read(path) as f:
         X, y = f["X"], f["y"]
         n, d = (int(s) for s in X.shape)
         dom = f["domain"] if "domain" in f else None

@@ -37,6 +37,7 @@ import numpy as np
 from ..atomic import discard, temporary_beside
 from ..errors import InputError
 from . import labels as _labels
+from ..h5read import open_read
 
 FORMAT_VERSION = 1
 X_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "uint8", "int16", "int32")}
@@ -192,7 +193,7 @@ def inspect(path: str | os.PathLike) -> FileInfo:
         # a FIFO or device would block the open, or never end
         raise InputError(f"{path}: not a regular file (a directory, FIFO, device or socket)")
     try:
-        f = h5py.File(path, "r")
+        f = open_read(path)
     except (OSError, RuntimeError, ValueError) as exc:
         raise InputError(f"{path}: not a readable HDF5 file ({exc})") from None
     try:
@@ -643,7 +644,7 @@ def _native(dtype: Any) -> np.dtype:
 def read_arrays(path: str | os.PathLike, start: int = 0, stop: Optional[int] = None) -> dict[str, np.ndarray]:
     """Read rows ``[start, stop)`` of ``X``, ``y`` and ``domain`` (if any) of one file."""
     h5py = _h5py()
-    with h5py.File(str(path), "r") as f:
+    with open_read(str(path)) as f:
         stop = f["X"].shape[0] if stop is None else stop
         out = {"X": f["X"][start:stop], "y": f["y"][start:stop]}
         if "domain" in f:
@@ -664,7 +665,7 @@ def summarize(path: str | os.PathLike, chunk_rows: int = 1 << 18) -> dict:
     labels: dict[int, int] = {}
     domains: dict[int, int] = {}
     missing = 0
-    with h5py.File(info.path, "r") as f:
+    with open_read(info.path) as f:
         for start in range(0, info.n, chunk_rows):
             stop = min(info.n, start + chunk_rows)
             vals, counts = np.unique(read_rows(f, "y", start, stop, info.path), return_counts=True)

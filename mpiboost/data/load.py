@@ -20,6 +20,7 @@ from ..errors import CollectiveError, InputError
 from . import labels as lab
 from .binning import DEFAULT_SAMPLE, MAX_VALUE_BINS, BinMapper, fit_edges, sample_rows
 from .format import MAX_DOMAINS, FileInfo, inspect, read_rows
+from ..h5read import open_read
 
 CHUNK_BYTES = 8 << 20
 
@@ -159,7 +160,7 @@ def iter_block(
                 yield int(g), fi, r0, arrays
             continue
         try:
-            f = h5py.File(info.path, "r")
+            f = open_read(info.path)
         except (OSError, RuntimeError, ValueError) as exc:
             raise InputError(f"{info.path}: not a readable HDF5 file ({exc})") from None
         with f:

@@ -30,7 +30,7 @@ from .resume import (  # noqa: F401
     check_resume, check_resume_params, checkpoint_record, comparable_params, replay, run_record, trust_record)
 from .rounds import round_metrics, run_rounds, setup  # noqa: F401
 from .summary import chance_warning, peak_rss_bytes, summarize  # noqa: F401
-from .search import _run_once, search  # noqa: F401
+from .search import _run_once, candidate, search  # noqa: F401
 
 
 @dataclass

@@ -5,7 +5,7 @@ import math
 import time
 from typing import Optional, Sequence, TYPE_CHECKING
 
-from .. import watchdog
+from .. import boost, signals, watchdog
 from ..callbacks import BestRound
 from ..protocol import Protocol
 from .algorithm import _with, make_algorithm
@@ -14,6 +14,7 @@ from .rounds import run_rounds, setup
 from .validation import _valid_error
 
 if TYPE_CHECKING:  # annotations only
+    from ..boost.base import Algorithm
     from ..callbacks import Callback
     from ..model import Model
     from .inputs import _Inputs
@@ -46,6 +47,20 @@ def _run_once(comm, algorithm: str, params: dict, rounds: int, inputs: _Inputs, 
     return algo, proto, stop_reason, last, phase, time.perf_counter() - t_rounds, sent_before
 
 
+def candidate(comm, algorithm: str, params: dict, rounds: int, inputs: _Inputs, seed: int,
+              chooser: Optional[BestRound] = None, *, phase: str, step: int = 0, steps: int = 0) -> Algorithm:
+    """Collective: one candidate training of a selection phase; the trained algorithm (``.finish()``: its model).
+
+    A candidate cut short by SIGTERM / SIGUSR1 is not the model the phase compares: it raises
+    :class:`mpiboost.signals.Preempted` (on every rank alike) rather than let a choice be made from it.
+    """
+    algo, _, stop_reason, *_ = _run_once(comm, algorithm, params, rounds, inputs, seed, (), None, None, chooser)
+    got = signals.stopped_by(stop_reason)
+    if got is not None:
+        raise signals.Preempted(got, phase, step, steps)
+    return algo
+
+
 def search(comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int, inputs: _Inputs, seed: int,
            patience: Optional[int]) -> dict:
     """Collective: the grid of the ``auto`` parameters tried on validation data; the choice and every result.
@@ -59,10 +74,13 @@ def search(comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int
 
     names = list(auto)
     tried = []
-    for values in itertools.product(*(auto[k] for k in names)):
+    grid = list(itertools.product(*(auto[k] for k in names)))
+    for i, values in enumerate(grid):
         point = dict(zip(names, values))
         chooser = BestRound(patience)
-        _run_once(comm, algorithm, _with(params, point), rounds, inputs, seed, (), None, None, chooser)
+        candidate(comm, algorithm, _with(params, point), rounds, inputs, seed, chooser,
+                  phase="search of " + ", ".join(f"{boost.get(algorithm).declared(k).flag} auto" for k in names),
+                  step=i + 1, steps=len(grid))
         watchdog.tick()
         tried.append({**point, "best_round": chooser.best_round, "best_error": chooser.best_error})
     # a run that trained no round (no weak edge at all) has no error: it never wins

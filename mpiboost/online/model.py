@@ -25,6 +25,7 @@ from . import learners
 from ..atomic import write_bytes
 from ..data import labels as lab
 from ..errors import InputError
+from ..h5read import open_read
 
 KIND = "online"
 FORMAT = 1
@@ -223,7 +224,7 @@ def load_any(path: str | os.PathLike):
     if not os.path.isfile(path):
         return Model.load(path)  # its own message: no such file / not a regular file
     try:
-        f = h5py.File(path, "r")
+        f = open_read(path)
     except (OSError, RuntimeError, ValueError) as exc:
         raise InputError(f"{path}: not a readable HDF5 model file ({exc})") from None
     try:

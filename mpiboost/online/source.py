@@ -19,6 +19,7 @@ from ..data import labels as lab
 from ..data.format import FileInfo, inspect
 from ..data.load import _check_features, iter_block
 from ..errors import InputError
+from ..h5read import open_read
 
 AUTO_NOMINAL_VALUES = 16  # `--nominal auto`: integer codes 0..15 make a nominal feature
 MAX_NOMINAL_VALUES = 1 << 16
@@ -195,7 +196,7 @@ def _read(info: StreamInfo, t0: int, t1: int, order: Optional[np.ndarray]):
             X[here[sort]] = f.local["X"][local[sort]]
             y[here[sort]] = lab.lookup(f.local["y"][local[sort]], f.classes, info.classes)
             continue
-        with h5py.File(f.path, "r") as h:
+        with open_read(f.path) as h:
             try:
                 Xs = h["X"][local[sort]]
                 ys = h["y"][local[sort]]

@@ -114,7 +114,7 @@ if [ "$MB_DEFAULT" = 1 ]; then
     mb_prepare_demo_data "$DEMO_DATA" "$DEMO_ROWS" || rc=$?
 fi
 if [ "$rc" = 0 ]; then
-    mb_run "${launch[@]}" "$MB_PYTHON" -m mpiboost "${MB_JOB[@]}" || rc=$?
+    mb_run_job "${launch[@]}" "$MB_PYTHON" -m mpiboost "${MB_JOB[@]}" || rc=$?
 fi
 mb_finish "$rc"
 exit "$rc"

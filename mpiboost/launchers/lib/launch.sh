@@ -59,6 +59,40 @@ mb_run() {
     return "$rc"
 }
 
+# Run the job's launcher command "$@" with the script's SIGTERM and SIGUSR1 passed on to it; returns its exit
+# code. A scheduler signals the job script (Slurm's --signal=B:..., PBS's qdel, a user's kill): mpiboost stops
+# after the round it is in, writes its checkpoint and exits 75. Hydra's mpiexec and srun pass a signal on to the
+# ranks; Open MPI's mpiexec passes SIGTERM on and kills the ranks a second later (Open MPI 5 at once; 4's
+# odls_base_sigkill_timeout), so for it (MB_FLAVOUR=openmpi) a SIGTERM is sent on as SIGUSR1, which it passes on
+# without killing anything.
+mb_run_job() {
+    mb_show "$@"
+    if [ "${MPIBOOST_DRY_RUN:-0}" = 1 ]; then
+        return 0
+    fi
+    local rc=0 pid term=TERM
+    if [ "${MB_FLAVOUR:-}" = openmpi ] && [ "${MB_LAUNCHER_KIND:-mpiexec}" = mpiexec ]; then
+        term=USR1
+    fi
+    "$@" &
+    pid=$!
+    # shellcheck disable=SC2064  # the pid and signal are fixed now
+    trap "mb_log 'SIGTERM: passed on to the ranks as SIG$term'; kill -$term $pid 2>/dev/null || true" TERM
+    # shellcheck disable=SC2064
+    trap "mb_log 'SIGUSR1: passed on to the ranks'; kill -USR1 $pid 2>/dev/null || true" USR1
+    while :; do
+        rc=0
+        wait "$pid" || rc=$?
+        # a trapped signal ends wait early (status > 128) while the launcher still runs
+        if [ "$rc" -gt 128 ] && kill -0 "$pid" 2>/dev/null; then
+            continue
+        fi
+        break
+    done
+    trap - TERM USR1
+    return "$rc"
+}
+
 # ------------------------------------------------------------------ python
 # Sets MB_PYTHON (absolute path of the python, as given: a venv's bin/python
 # stays a venv path), MB_PY_EXE (its sys.executable), MB_PY_PREFIX (sys.prefix)
@@ -117,10 +151,28 @@ mb_detect_flavour() {
     esac
     local text
     text=$(mb_timeout 30 "$MB_MPIEXEC" --version </dev/null 2>&1 | tr '[:upper:]' '[:lower:]') || true
+    MB_OMPI_MAJOR=$(printf '%s\n' "$text" | sed -n 's/.*(open mpi) \([0-9]*\)\..*/\1/p' | head -n 1)
     case $text in
     *"open mpi"* | *open-mpi* | *openrte* | *prrte*) MB_FLAVOUR=openmpi ;;
     *hydra* | *mpich* | *"intel(r) mpi"* | *mvapich*) MB_FLAVOUR=mpich ;;
     *) MB_FLAVOUR=other ;;
+    esac
+}
+
+# Sets MB_LIB_FLAVOUR to mpich, openmpi or other: the MPI library that mpi4py loads (what srun must wire up),
+# asked without starting MPI (MPI_Get_library_version may be called before MPI_Init).
+mb_library_flavour() {
+    local text
+    case ${MPIBOOST_MPI_FLAVOUR:-} in
+    mpich | hydra | intel | mvapich) MB_LIB_FLAVOUR=mpich && return 0 ;;
+    openmpi | ompi) MB_LIB_FLAVOUR=openmpi && return 0 ;;
+    esac
+    text=$(mb_timeout 60 "$MB_PYTHON" -c 'import mpi4py; mpi4py.rc.initialize = mpi4py.rc.finalize = False
+from mpi4py import MPI; print(MPI.Get_library_version())' </dev/null 2>/dev/null | tr '[:upper:]' '[:lower:]') || true
+    case $text in
+    *"open mpi"*) MB_LIB_FLAVOUR=openmpi ;;
+    *mpich* | *"intel(r) mpi"* | *mvapich*) MB_LIB_FLAVOUR=mpich ;;
+    *) MB_LIB_FLAVOUR=other ;;
     esac
 }
 
@@ -173,12 +225,20 @@ mb_openmpi_flags() {
         MB_OMPI+=(--oversubscribe)
     fi
     if [ "$remote" = 1 ]; then
-        # Hydra forwards the whole environment; Open MPI only what -x names.
-        for var in OMP_NUM_THREADS PYTHONUNBUFFERED PYTHONPATH LD_LIBRARY_PATH; do
+        # Hydra forwards the whole environment; Open MPI only what -x names: the settings of mpiboost
+        # (MPIBOOST_*) and mpi4py (MPI4PY_*) too.
+        for var in OMP_NUM_THREADS PYTHONUNBUFFERED PYTHONPATH LD_LIBRARY_PATH $(compgen -e | grep -E '^(MPIBOOST|MPI4PY)_' || true); do
             if [ -n "${!var:-}" ]; then
                 MB_OMPI+=(-x "$var")
             fi
         done
+    fi
+    # Open MPI 4's mpiexec passes SIGTERM on to the ranks, then SIGKILLs them 1 s later (its default
+    # odls_base_sigkill_timeout): too soon to finish a round and write the checkpoint. Give them
+    # MPIBOOST_SIGKILL_TIMEOUT seconds (default 120, Slurm's --signal lead in train.sbatch). Open MPI 5 has
+    # no such setting (and kills at once): mb_run_job sends it SIGUSR1 instead, as Open MPI 4 gets too.
+    if [ "${MB_OMPI_MAJOR:-}" = 4 ]; then
+        MB_OMPI+=(--mca odls_base_sigkill_timeout "${MPIBOOST_SIGKILL_TIMEOUT:-120}")
     fi
 }
 
