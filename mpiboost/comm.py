@@ -71,6 +71,7 @@ class ByteCounter:
         self.total: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.round: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.calls: dict[str, int] = defaultdict(int)
+        self.round_calls: dict[str, int] = defaultdict(int)  # collective calls this round (latency-bound steps)
         self.seconds: dict[str, float] = defaultdict(float)  # wall time inside MPI calls
         self.round_seconds: dict[str, float] = defaultdict(float)
 
@@ -78,20 +79,24 @@ class ByteCounter:
         self.seconds[primitive] += seconds
         self.round_seconds[primitive] += seconds
 
-    def add(self, primitive: str, sent: int, received: int) -> None:
+    def add(self, primitive: str, sent: int, received: int, calls: int = 1) -> None:
+        """Count one call of ``primitive`` that made ``calls`` MPI collective calls."""
         for table in (self.total, self.round):
             entry = table[primitive]
             entry[0] += int(sent)
             entry[1] += int(received)
-        self.calls[primitive] += 1
+        self.calls[primitive] += int(calls)
+        self.round_calls[primitive] += int(calls)
 
     def take_round(self) -> dict[str, dict[str, int]]:
         """Return this round's counts ``{primitive: {"sent", "received"}}`` and reset them."""
         out = {
-            k: {"sent": v[0], "received": v[1], "seconds": round(self.round_seconds.get(k, 0.0), 6)}
+            k: {"sent": v[0], "received": v[1], "calls": self.round_calls.get(k, 0),
+                "seconds": round(self.round_seconds.get(k, 0.0), 6)}
             for k, v in sorted(self.round.items())
         }
         self.round = defaultdict(lambda: [0, 0])
+        self.round_calls = defaultdict(int)
         self.round_seconds = defaultdict(float)
         return out
 
@@ -172,9 +177,9 @@ class Comm:
         finally:
             self._primitive = previous
 
-    def _count(self, sent: int, received: int) -> None:
+    def _count(self, sent: int, received: int, calls: int = 1) -> None:
         if self.size > 1:
-            self.bytes.add(self._primitive, sent, received)
+            self.bytes.add(self._primitive, sent, received, calls)
 
     @_timed
     def barrier(self) -> None:
@@ -303,10 +308,10 @@ class Comm:
             counts = np.asarray(counts, dtype=np.int64)
             out = np.empty((int(counts.sum()),) + arr.shape[1:], dtype=arr.dtype)
             self.mpi.Gatherv(arr, [out, counts * row], root=root)
-            self._count(0, (int(counts.sum()) - arr.shape[0]) * row * arr.itemsize)
+            self._count(0, (int(counts.sum()) - arr.shape[0]) * row * arr.itemsize, calls=2)  # counts, then rows
             return out
         self.mpi.Gatherv(arr, None, root=root)
-        self._count(arr.nbytes, 0)
+        self._count(arr.nbytes, 0, calls=2)
         return None
 
     @_timed
@@ -317,7 +322,7 @@ class Comm:
         counts = np.asarray(self.mpi.allgather(arr.shape[0]), dtype=np.int64)
         out = np.empty((int(counts.sum()),) + arr.shape[1:], dtype=arr.dtype)
         self.mpi.Allgatherv(arr, [out, counts * row])
-        self._count(arr.nbytes * (self.size - 1), (out.nbytes - arr.nbytes))
+        self._count(arr.nbytes * (self.size - 1), (out.nbytes - arr.nbytes), calls=2)  # counts, then rows
         return out
 
     # --------------------------------------------------------- exact float sums

@@ -47,3 +47,24 @@ def test_without_thread_multiple_the_watchdog_is_off_with_a_warning(data, tmp_pa
     assert proc.stderr.count("no MPI_THREAD_MULTIPLE") == 1 and "--stall-timeout is off" in proc.stderr
     proc = probe.run(args, n=2)
     assert proc.returncode == 0 and "rank 0: watchdog on 60" in probe.lines(proc.stdout, "watchdog")
+
+
+@pytest.mark.mpi
+def test_metrics_count_the_collective_calls_of_each_round(data, tmp_path):
+    """``collectives``: the MPI collective calls a round makes (each at least one latency), per primitive too."""
+    import json
+
+    met = tmp_path / "met.jsonl"
+    for n in (2, 0):
+        proc = run_cli(["train", "--algo", "adaboost", "--rounds", "4", "--data", str(data), "--model",
+                        str(tmp_path / "m.h5"), "--quiet", "--metrics", str(met)], n=n)
+        assert proc.returncode == 0, proc.stderr
+        rounds = [json.loads(ln) for ln in met.read_text().splitlines() if '"round"' in ln]
+        assert len(rounds) == 4
+        for r in rounds:
+            assert r["collectives"] == sum(v["calls"] for v in r["bytes"].values())
+            if n:  # a stump round: the weight sums, the histograms, the hypothesis, the stats, the signal check
+                assert r["collectives"] >= 5 and r["bytes"]["signal_check"]["calls"] == 1
+                assert r["bytes"]["reduce_histograms"]["calls"] == 1
+            else:
+                assert r["collectives"] == 0  # one process: no MPI call

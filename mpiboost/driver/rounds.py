@@ -64,6 +64,8 @@ def round_metrics(t: int, h: Hypothesis, out: dict, n_train: int, verr: Optional
             metrics["stump"]["right"] = s.right
     metrics["bytes_sent"] = sum(v["sent"] for v in per_primitive.values())
     metrics["bytes_received"] = sum(v["received"] for v in per_primitive.values())
+    # the round's collective calls: each costs at least one network latency, whatever its size
+    metrics["collectives"] = sum(v.get("calls", 0) for v in per_primitive.values())
     metrics["bytes"] = per_primitive
     metrics["seconds"] = seconds
     return metrics
