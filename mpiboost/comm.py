@@ -25,11 +25,11 @@ import sys
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
-from . import watchdog
+from . import exact_digits, watchdog
 from .errors import CollectiveError, InputError
 
 _MPI = None
@@ -162,6 +162,11 @@ class Comm:
         self.bytes = ByteCounter()
         self._primitive = "other"
         self._depth = 0
+        # A rank-local code (0: nothing; 1..carry_codes) that every exact reduction carries for free, so a
+        # flag agreed once per round (a caught signal) needs no collective of its own: see take_carried().
+        self.carry: Optional[Callable[[], int]] = None
+        self.carry_codes = 0
+        self._carried: Optional[int] = None
 
     # ------------------------------------------------------------------ basics
     @property
@@ -252,7 +257,10 @@ class Comm:
         a = np.asarray(arr)
         if a.dtype.kind not in "iub":
             raise TypeError("allreduce_int needs integers, got %s" % a.dtype)
-        out = self._allreduce(np.atleast_1d(a.astype(np.int64)), _mpi().SUM)
+        if self.size == 1:
+            out = np.atleast_1d(a.astype(np.int64))
+        else:
+            out = self.allreduce_exact(counts=a.ravel())[0]
         return int(out[0]) if scalar else out.reshape(a.shape)
 
     def allreduce_max(self, arr: np.ndarray | float) -> Any:
@@ -315,33 +323,158 @@ class Comm:
         return None
 
     @_timed
-    def allgatherv(self, arr: np.ndarray) -> np.ndarray:
-        """Concatenate every rank's array along axis 0 on every rank."""
+    def allgatherv(self, arr: np.ndarray, counts: Optional[Sequence[int]] = None) -> np.ndarray:
+        """Concatenate every rank's array along axis 0 on every rank.
+
+        ``counts`` (every rank's number of rows, when every rank knows them) saves the call that
+        exchanges them.
+        """
         arr = np.ascontiguousarray(arr)
         row = int(np.prod(arr.shape[1:], dtype=np.int64))
-        counts = np.asarray(self.mpi.allgather(arr.shape[0]), dtype=np.int64)
+        known = counts is not None
+        counts = np.asarray(counts if known else self.mpi.allgather(arr.shape[0]), dtype=np.int64)
         out = np.empty((int(counts.sum()),) + arr.shape[1:], dtype=arr.dtype)
         self.mpi.Allgatherv(arr, [out, counts * row])
-        self._count(arr.nbytes * (self.size - 1), (out.nbytes - arr.nbytes), calls=2)  # counts, then rows
+        self._count(arr.nbytes * (self.size - 1), (out.nbytes - arr.nbytes), calls=1 if known else 2)
         return out
 
+    @_timed
+    def alltoallv(self, arr: np.ndarray, send: Sequence[int], recv: Optional[Sequence[int]] = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Personalized exchange: rows ``arr[sum(send[:r]) : sum(send[:r+1])]`` go to rank ``r``.
+
+        Returns ``(rows, recv)``: the rows every rank sent here, in rank order, and how many came from
+        each. ``recv`` (when this rank knows it) saves the call that exchanges the counts. Each rank
+        sends and receives only its own part: nothing is gathered on one rank.
+        """
+        arr = np.ascontiguousarray(arr)
+        row = int(np.prod(arr.shape[1:], dtype=np.int64))
+        send = np.asarray(send, dtype=np.int64)
+        known = recv is not None
+        if not known:
+            recv = np.empty(self.size, dtype=np.int64)
+            self.mpi.Alltoall(send, recv)
+        recv = np.asarray(recv, dtype=np.int64)
+        out = np.empty((int(recv.sum()),) + arr.shape[1:], dtype=arr.dtype)
+        sdispl = np.concatenate([[0], np.cumsum(send)[:-1]]) * row
+        rdispl = np.concatenate([[0], np.cumsum(recv)[:-1]]) * row
+        self.mpi.Alltoallv([arr, ((send * row).tolist(), sdispl.tolist())], [out, ((recv * row).tolist(), rdispl.tolist())])
+        mine = self.rank
+        self._count((int(send.sum()) - int(send[mine])) * row * arr.itemsize,
+                    (int(recv.sum()) - int(recv[mine])) * row * arr.itemsize, calls=1 if known else 2)
+        return out, recv
+
     # --------------------------------------------------------- exact float sums
+    FULL_WINDOW_SUMS = 8  # up to this many float sums travel in the window of every double: one collective
+
+    def allreduce_exact(self, counts: Any = (), maxima: Any = (), terms: Sequence[Any] = ()
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Integer sums, integer maxima and correctly rounded float sums over ranks, fused.
+
+        Parameters
+        ----------
+        counts
+            int64 values summed exactly.
+        maxima
+            int64 values whose maximum is taken (the bits of doubles ``>= 0`` order like the doubles).
+        terms
+            ``terms[k]``: doubles whose exact sum is this rank's part of float sum ``k`` (Shewchuk
+            partials, as from ``_exact.partials``).
+
+        Returns
+        -------
+        (counts, maxima, sums)
+            The same on every rank. ``sums[k]`` is the double nearest the exact sum of every rank's
+            ``terms[k]``, bit for bit what :func:`math.fsum` gives on all of them together.
+
+        Notes
+        -----
+        One reduction, O(log P) steps with no rank gathering the others' parts, when there are at most
+        :attr:`FULL_WINDOW_SUMS` float sums: each travels as the 66 int64 digits of its exact value in
+        units of ``2**-1074`` (:mod:`mpiboost.exact_digits`), added by MPI's integer ``SUM``. With more,
+        a ``MAX`` reduction first agrees on each sum's narrower window. Maxima and sums share a call
+        through a user-defined operation on one contiguous element (so MPI never splits a row).
+        """
+        counts = np.ascontiguousarray(np.asarray(counts, dtype=np.int64).ravel())
+        maxima = np.ascontiguousarray(np.asarray(maxima, dtype=np.int64).ravel())
+        k = len(terms)
+        if self.size == 1:
+            return counts.copy(), maxima.copy(), np.array([math.fsum(t) for t in terms], dtype=np.float64)
+        two_step = k > self.FULL_WINDOW_SUMS
+        if two_step:
+            ext = np.array([exact_digits.extents(t) for t in terms], dtype=np.int64).ravel()
+            both = self._reduce_rows(np.zeros(0, np.int64), np.concatenate([maxima, ext]))[1]
+            maxima, ext = both[: maxima.size], both[maxima.size :].reshape(k, 2)
+            windows = [exact_digits.window_from_extents(int(a), int(b)) for a, b in ext]
+        else:
+            windows = [exact_digits.FULL] * k
+        digits = [exact_digits.to_digits(t, w) for t, w in zip(terms, windows)]
+        flat = np.concatenate([counts, *digits]) if k else counts
+        slots = None
+        if self.carry is not None:
+            slots = np.zeros(self.carry_codes, dtype=np.int64)
+            code = int(self.carry())
+            if 0 < code <= self.carry_codes:
+                slots[code - 1] = 1
+            flat = np.concatenate([flat, slots])
+        if not flat.size and (two_step or not maxima.size):
+            return counts, maxima, np.zeros(0)
+        summed, reduced = self._reduce_rows(flat, np.zeros(0, np.int64) if two_step else maxima)
+        if not two_step:
+            maxima = reduced
+        if slots is not None:
+            seen = np.flatnonzero(summed[flat.size - slots.size :])
+            code = int(seen[-1]) + 1 if seen.size else 0
+            self._carried = max(self._carried or 0, code)
+        out_counts = summed[: counts.size]
+        sums = np.empty(k, dtype=np.float64)
+        pos = counts.size
+        for g, (lo, n) in enumerate(windows):
+            sums[g] = exact_digits.from_digits(summed[pos : pos + n].tolist(), lo)
+            pos += n
+        return out_counts, maxima, sums
+
+    @_timed
+    def _reduce_rows(self, sums: np.ndarray, maxima: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One allreduce: ``SUM`` of the int64 ``sums`` and ``MAX`` of the int64 ``maxima``."""
+        MPI = _mpi()
+        if not maxima.size or not sums.size:
+            row = sums if sums.size else maxima
+            out = np.empty_like(row)
+            self.mpi.Allreduce(row, out, op=MPI.SUM if sums.size else MPI.MAX)
+            self._count(row.nbytes, row.nbytes)
+            return (out, maxima) if sums.size else (sums, out)
+        # the row's first int64 says where the maxima start: one operation serves every layout (mpi4py
+        # allows only a few user-defined operations per process)
+        row = np.concatenate([np.array([sums.size], dtype=np.int64), sums, maxima])
+        out = np.empty_like(row)
+        op, dtype = _sum_max_op(row.size)
+        self.mpi.Allreduce([row, 1, dtype], [out, 1, dtype], op=op)
+        self._count(row.nbytes, row.nbytes)
+        return out[1 : 1 + sums.size], out[1 + sums.size :]
+
+    def take_carried(self) -> Optional[int]:
+        """The largest :attr:`carry` code any rank sent since the last call (``None``: no reduction carried it).
+
+        The same on every rank, since every rank makes the same reductions.
+        """
+        out, self._carried = self._carried, None
+        return out
+
     def sum_exact(self, values: np.ndarray) -> float:
         """Correctly rounded global sum of this rank's ``values`` and every other rank's.
 
         Each rank reduces its values to Shewchuk partials (an exact
-        representation of its local sum); the center merges them with
-        :func:`math.fsum`. The result is the float nearest to the exact real
-        sum, hence bitwise identical for any split of the values.
+        representation of its local sum); :meth:`allreduce_exact` adds them
+        exactly. The result is the float nearest to the exact real sum, hence
+        bitwise identical for any split of the values.
         """
         from ._ext import _exact
 
         part = _exact.partials(np.ascontiguousarray(values, dtype=np.float64).ravel())
         if self.size == 1:
             return math.fsum(part)
-        parts = self.gatherv(part)
-        total = np.array([math.fsum(parts) if self.is_center else 0.0])
-        return float(self.Bcast(total)[0])
+        return float(self.allreduce_exact(terms=[part])[2][0])
 
     def sum_exact_grouped(self, values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
         """Correctly rounded global sums of ``values`` per group id (e.g. per domain)."""
@@ -358,27 +491,10 @@ class Comm:
         """Correctly rounded global sums of several groups of exact terms.
 
         ``groups[k]`` holds doubles whose exact sum is this rank's part of sum
-        k (partials or superaccumulator terms, any length). The center merges
-        every rank's terms of each group with :func:`math.fsum`.
+        k (partials or superaccumulator terms, any length); the result is
+        :func:`math.fsum` of every rank's terms of each group.
         """
-        k = len(groups)
-        lengths = np.array([len(p) for p in groups], dtype=np.int64)
-        flat = np.concatenate([np.asarray(p, dtype=np.float64) for p in groups]) if k else np.zeros(0)
-        if self.size == 1:
-            all_lengths, all_flat = lengths[None, :], flat
-        else:
-            all_lengths = self.gatherv(lengths[None, :])
-            all_flat = self.gatherv(flat)
-        out = np.zeros(k)
-        if self.is_center:
-            per_group: list[list[float]] = [[] for _ in range(k)]
-            pos = 0
-            for row in all_lengths:
-                for g, m in enumerate(row):
-                    per_group[g].extend(all_flat[pos : pos + m])
-                    pos += m
-            out = np.array([math.fsum(p) for p in per_group])
-        return self.Bcast(out) if self.size > 1 else out
+        return self.allreduce_exact(terms=[np.asarray(p, dtype=np.float64) for p in groups])[2]
 
     def sum_exact_vector(self, matrix: np.ndarray) -> np.ndarray:
         """Correctly rounded column sums of a distributed ``(n_local, m)`` matrix.
@@ -477,6 +593,28 @@ class Comm:
             # Not pinned: the node's cores are shared by its ranks.
             return max(1, cores // local)
         return max(1, cores)  # pinned by the launcher: use what we were given
+
+
+_SUM_MAX: dict = {}
+
+
+def _sum_then_max(inbuf, inoutbuf, datatype) -> None:  # noqa: ARG001 - MPI's signature
+    """``inout <- in (op) inout`` on rows ``[n_sum, n_sum int64 summed, int64 maxima]``."""
+    a = np.frombuffer(inbuf, dtype=np.int64)
+    b = np.frombuffer(inoutbuf, dtype=np.int64)
+    n = int(a[0])  # the same on every rank: a row is one MPI element, never split
+    b[1 : 1 + n] += a[1 : 1 + n]
+    np.maximum(b[1 + n :], a[1 + n :], out=b[1 + n :])
+
+
+def _sum_max_op(n: int) -> tuple[Any, Any]:
+    """The operation "sum, then max" and the contiguous type of one ``n``-int64 row (made once)."""
+    MPI = _mpi()
+    if "op" not in _SUM_MAX:
+        _SUM_MAX["op"] = MPI.Op.Create(_sum_then_max, commute=True)
+    if n not in _SUM_MAX:
+        _SUM_MAX[n] = MPI.INT64_T.Create_contiguous(n).Commit()
+    return _SUM_MAX["op"], _SUM_MAX[n]
 
 
 def world() -> Comm:

@@ -127,7 +127,8 @@ class Protocol:
         return Sample(Xs, ys, ids) if self.is_center else None
 
     # ------------------------------------------------------ reduce_histograms
-    def reduce_histograms(self, hist: np.ndarray, n_bins: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+    def reduce_histograms(self, hist: np.ndarray, n_bins: Optional[np.ndarray] = None,
+                          total: Optional[int] = None) -> Optional[np.ndarray] | tuple:
         """Exact global (feature, bin) histograms of int64 units, on the center.
 
         ``hist`` is one histogram ``(d, 256)`` or several stacked ``(c, d, 256)``
@@ -135,40 +136,56 @@ class Protocol:
         only the bins a row can fall in travel: ``0 .. n_bins[j] - 1`` and the
         missing bin 255 of each feature ``j``; the center gets the full array
         back, zeros elsewhere, bit for bit what the unpacked reduction gives
-        (the bins left out are zero on every rank).
+        (the bins left out are zero on every rank). With ``total`` (this rank's
+        total of units), its global sum travels in the same message and the
+        result is ``(histograms, global total)`` (``(None, None)`` off the center).
         """
         with self.comm.primitive("reduce_histograms"):
             if self.comm.size == 1:
-                return hist
-            if n_bins is None:
-                return self.comm.reduce_int(hist)
-            index = self._packing(hist.shape[-2], n_bins)
-            flat = np.ascontiguousarray(hist).reshape(-1, hist.shape[-2] * 256)
-            packed = self.comm.reduce_int(np.ascontiguousarray(flat[:, index]))
-            if packed is None:
-                return None
-            out = np.zeros(flat.shape, dtype=np.int64)
-            out[:, index] = packed
-            return out.reshape(hist.shape)
+                return (hist, int(total)) if total is not None else hist
+            shape = hist.shape
+            flat = np.ascontiguousarray(hist).reshape(-1, shape[-2] * 256)
+            index = self._packing(shape[-2], n_bins) if n_bins is not None else None
+            packed = flat[:, index].ravel() if index is not None else flat.ravel()
+            if total is not None:
+                packed = np.append(packed, np.int64(total))
+            got = self.comm.reduce_int(np.ascontiguousarray(packed))
+            if got is None:
+                return (None, None) if total is not None else None
+            whole = int(got[-1]) if total is not None else None
+            if total is not None:
+                got = got[:-1]
+            if index is not None:
+                out = np.zeros(flat.shape, dtype=np.int64)
+                out[:, index] = got.reshape(flat.shape[0], -1)
+            else:
+                out = got.reshape(flat.shape)
+            out = out.reshape(shape)
+            return (out, whole) if total is not None else out
 
-    def reduce_class_histograms(self, hist: np.ndarray, n_bins: np.ndarray) -> Optional[np.ndarray]:
+    def reduce_class_histograms(self, hist: np.ndarray, n_bins: np.ndarray,
+                                total: Optional[int] = None) -> Optional[np.ndarray] | tuple:
         """Exact global (feature, bin, class) histograms ``(d, 256, K)`` of int64 units, on the center.
 
         As :meth:`reduce_histograms`, only the bins a row can fall in travel
-        (``K`` sums each); the center gets the full array back.
+        (``K`` sums each); the center gets the full array back; ``total`` as there.
         """
         with self.comm.primitive("reduce_histograms"):
             if self.comm.size == 1:
-                return hist
+                return (hist, int(total)) if total is not None else hist
             d, K = hist.shape[0], hist.shape[2]
             index = self._packing(d, n_bins)
             flat = np.ascontiguousarray(hist).reshape(d * 256, K)
-            packed = self.comm.reduce_int(np.ascontiguousarray(flat[index]))
-            if packed is None:
-                return None
+            packed = flat[index].ravel()
+            if total is not None:
+                packed = np.append(packed, np.int64(total))
+            got = self.comm.reduce_int(np.ascontiguousarray(packed))
+            if got is None:
+                return (None, None) if total is not None else None
             out = np.zeros(flat.shape, dtype=np.int64)
-            out[index] = packed
-            return out.reshape(hist.shape)
+            out[index] = (got[:-1] if total is not None else got).reshape(-1, K)
+            out = out.reshape(hist.shape)
+            return (out, int(got[-1])) if total is not None else out
 
     def _packing(self, d: int, n_bins: np.ndarray) -> np.ndarray:
         """Flat positions in a (d, 256) histogram of the bins that can be nonzero (cached)."""
@@ -239,49 +256,27 @@ class Protocol:
             return self.comm.allreduce_int(counts)
 
     def reduce_round_stats(
-        self, counts: np.ndarray, value: float, terms: list, capacity: int = 8
+        self, counts: np.ndarray, value: float, terms: list
     ) -> tuple[np.ndarray, float, np.ndarray]:
         """Integer sums, a maximum and correctly rounded sums, in one collective.
 
         ``counts``: int64 values summed exactly over ranks; ``value``: a float
         ``>= 0`` whose maximum over ranks is returned; ``terms[k]``: this
         rank's exact terms of sum k (partials, as from
-        ``_exact.grouped_partials``), merged with :func:`math.fsum` like
-        :meth:`reduce_stats` does, hence the same bits. Every rank sends a
-        fixed-size row with up to ``capacity`` terms per sum (an exact sum of
-        doubles of similar magnitude needs two or three); if some rank has
-        more, the sums take :meth:`reduce_terms`' route (three more
-        collectives), on every rank alike.
+        ``_exact.grouped_partials``), added exactly like :meth:`reduce_stats`
+        does, hence the same bits (:meth:`mpiboost.comm.Comm.allreduce_exact`).
         """
-        counts = np.asarray(counts, dtype=np.int64).ravel()
-        k = len(terms)
-        lengths = np.array([len(t) for t in terms], dtype=np.int64)
-        packed = np.zeros((k, capacity))
-        for g, t in enumerate(terms):
-            packed[g, : min(len(t), capacity)] = np.asarray(t, dtype=np.float64)[:capacity]
-        row = np.concatenate([counts, np.array([float(value)]).view(np.int64), lengths, packed.ravel().view(np.int64)])
+        bits = np.array([float(value)]).view(np.int64)  # the bits of doubles >= 0 order like them
         with self.comm.primitive("reduce_stats"):
-            table = self.comm.allgather_array(row) if self.comm.size > 1 else row[None, :]
-        c = counts.size
-        total = table[:, :c].sum(axis=0)
-        top = float(table[:, c].max(initial=0).view(np.float64))  # bits of doubles >= 0 order like them
-        all_lengths = table[:, c + 1 : c + 1 + k]
-        if (all_lengths > capacity).any():
-            sums = self.reduce_terms([np.asarray(t, dtype=np.float64) for t in terms])
-        else:
-            all_terms = table[:, c + 1 + k :].reshape(-1, k, capacity).view(np.float64)
-            sums = np.array(
-                [math.fsum(v for r in range(table.shape[0]) for v in all_terms[r, g, : all_lengths[r, g]]) for g in range(k)]
-            )
-        return total, top, sums
+            total, top, sums = self.comm.allreduce_exact(counts, bits, [np.asarray(t, np.float64) for t in terms])
+        return total, float(top.view(np.float64)[0]), sums
 
     def reduce_counts_max(self, counts: np.ndarray, value: float) -> tuple[np.ndarray, float]:
         """Exact global integer sums and the global maximum of a float ``>= 0``, in one collective."""
-        row = np.append(np.asarray(counts, dtype=np.int64).ravel(), np.array([float(value)]).view(np.int64))
+        bits = np.array([float(value)]).view(np.int64)
         with self.comm.primitive("reduce_stats"):
-            table = self.comm.allgather_array(row) if self.comm.size > 1 else row[None, :]
-        # The bits of doubles >= 0 order like the doubles.
-        return table[:, :-1].sum(axis=0), float(table[:, -1].max(initial=0).view(np.float64))
+            total, top, _ = self.comm.allreduce_exact(counts, bits)
+        return total, float(top.view(np.float64)[0])
 
     def reduce_max(self, value: float) -> float:
         with self.comm.primitive("reduce_stats"):

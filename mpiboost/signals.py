@@ -3,7 +3,8 @@
 Slurm sends SIGTERM to every task before a time limit or a preemption (``--signal`` can send SIGUSR1
 earlier), and ``mpiexec`` passes a signal it gets on to the ranks. :func:`install` (the ``train``
 command) records the signal instead of dying; at the end of each round the ranks agree whether any of
-them got one (a one-integer allreduce, primitive ``signal_check``), so all stop after the same round.
+them got one (carried by the round's exact reductions, or a one-integer allreduce, primitive
+``signal_check``), so all stop after the same round.
 The run then writes its ``--checkpoint`` (however far the next periodic one is), saves no model, and
 the command exits with :data:`PREEMPTED_EXIT` (75, ``EX_TEMPFAIL``: "try again"); ``--resume`` with the
 same ``--checkpoint`` continues to the model of an uninterrupted run.
@@ -74,12 +75,25 @@ def stopped_by(reason: str) -> Optional[str]:
     return None
 
 
-def agreed(comm) -> Optional[str]:
-    """Collective: the signal any rank recorded (the same answer on every rank), or None."""
+def code() -> int:
+    """This rank's caught signal as a number: 0 none, else its place in :data:`NAMES` plus one."""
     mine = caught()
+    return NAMES.index(mine) + 1 if mine in NAMES else 0
+
+
+def agreed(comm) -> Optional[str]:
+    """Collective: the signal any rank recorded (the same answer on every rank), or None.
+
+    The first call makes every exact reduction of ``comm`` carry this rank's :func:`code` from then on
+    (:meth:`mpiboost.comm.Comm.take_carried`): a round that made one needs no collective here. A signal
+    caught after a round's last reduction is then agreed one round later, the same round on every rank.
+    """
     if comm.size == 1:
-        return mine
-    code = NAMES.index(mine) + 1 if mine in NAMES else 0
-    with comm.primitive("signal_check"):
-        got = int(comm.allreduce_max(code))
+        return caught()
+    if comm.carry is None:
+        comm.carry, comm.carry_codes = code, len(NAMES)
+    got = comm.take_carried()
+    if got is None:
+        with comm.primitive("signal_check"):
+            got = int(comm.allreduce_max(code()))
     return NAMES[got - 1] if got else None

@@ -63,8 +63,10 @@ def test_metrics_count_the_collective_calls_of_each_round(data, tmp_path):
         assert len(rounds) == 4
         for r in rounds:
             assert r["collectives"] == sum(v["calls"] for v in r["bytes"].values())
-            if n:  # a stump round: the weight sums, the histograms, the hypothesis, the stats, the signal check
-                assert r["collectives"] >= 5 and r["bytes"]["signal_check"]["calls"] == 1
-                assert r["bytes"]["reduce_histograms"]["calls"] == 1
+            if n:  # a stump round: the histograms (and the weight total), the hypothesis, the error masses,
+                # the training errors; the signal check rides on the masses from round 2 on
+                calls = {k: v["calls"] for k, v in r["bytes"].items() if v["calls"]}
+                expect = {"reduce_histograms": 1, "broadcast_hypothesis": 1, "reduce_stats": 2}
+                assert calls == (expect | {"signal_check": 1} if r["round"] == 1 else expect), calls
             else:
                 assert r["collectives"] == 0  # one process: no MPI call

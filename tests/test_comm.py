@@ -148,3 +148,105 @@ def test_default_threads_respects_env(monkeypatch):
 
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert world().default_threads() == 3
+
+
+def _hard_sums(rng, k):
+    """``k`` vectors that break naive float sums: wide range, subnormals, cancellation, empty, zeros."""
+    out = []
+    for g in range(k):
+        kind, n = g % 6, int(rng.integers(0, 300))
+        if kind == 0:
+            x = rng.standard_normal(n) * 2.0 ** rng.integers(-1074, 1000, n)
+        elif kind == 1:
+            x = np.ldexp(rng.integers(-9, 9, n).astype(float), rng.integers(-1074, -1000, n))  # subnormals
+        elif kind == 2:
+            a = rng.standard_normal(n // 2) * 1e300
+            x = np.concatenate([a, -a, np.ldexp(np.ones(n - n // 2 * 2), -1074)])
+        elif kind == 3:
+            x = np.zeros(n)
+        elif kind == 4:
+            x = np.zeros(0)
+        else:
+            x = np.exp(-rng.uniform(0, 740, n))  # boosting weights after many rounds
+        out.append(x[rng.permutation(x.size)])
+    return out
+
+
+def test_exact_digits_twin_of_fsum():
+    """Digit sums of any split give math.fsum of everything, bit for bit, in both kinds of window."""
+    from mpiboost import exact_digits as ed
+    from mpiboost._ext import _exact
+
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        (x,) = _hard_sums(rng, trial % 6 + 1)[-1:]
+        ranks = int(rng.integers(1, 9))
+        cuts = np.sort(rng.integers(0, x.size + 1, ranks - 1))
+        terms = [_exact.partials(np.ascontiguousarray(p)) for p in np.split(x, cuts)]
+        want = np.float64(math.fsum(x)).tobytes()
+        full = np.sum([ed.to_digits(t) for t in terms], axis=0)
+        assert np.float64(ed.from_digits(full, ed.FULL[0])).tobytes() == want, trial
+        top, neg_unit = np.max([ed.extents(t) for t in terms], axis=0)
+        window = ed.window_from_extents(int(top), int(neg_unit))
+        narrow = np.sum([ed.to_digits(t, window) for t in terms], axis=0)
+        assert np.float64(ed.from_digits(narrow, window[0])).tobytes() == want, trial
+        assert np.abs(full).max(initial=0) < ranks << 32  # int64 digits never near overflow
+    # ties round to even, like fsum: 1 + 2**-53 is a tie between 1 and its successor
+    assert ed.from_digits(ed.to_digits([1.0, 2.0 ** -53]), ed.FULL[0]) == math.fsum([1.0, 2.0 ** -53]) == 1.0
+    assert ed.from_digits(ed.to_digits([1.0, 3 * 2.0 ** -53]), ed.FULL[0]) == math.fsum([1.0, 3 * 2.0 ** -53])
+    with pytest.raises(ValueError):
+        ed.to_digits([1.0, 2.0 ** 40], (0, 1))  # does not fit one digit
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_allreduce_exact_fuses_sums_maxima_and_float_sums(comm):
+    """Integer sums, maxima and exact float sums on any split, in one collective (two beyond 8 float sums)."""
+    from mpiboost._ext import _exact
+
+    rng = np.random.default_rng(9)
+    for k in (1, 3, comm.FULL_WINDOW_SUMS, comm.FULL_WINDOW_SUMS + 4):
+        vectors = _hard_sums(rng, k)
+        counts = rng.integers(-2**40, 2**40, (comm.size, 3))
+        maxima = rng.integers(0, 2**62, (comm.size, 2))
+        for parts in splits(600, comm.size):
+            a, b = parts[comm.rank]
+            mine = [_exact.partials(np.ascontiguousarray(v[a * v.size // 600 : b * v.size // 600])) for v in vectors]
+            before = dict(comm.bytes.calls)
+            c, m, s = comm.allreduce_exact(counts[comm.rank], maxima[comm.rank], mine)
+            assert c.tolist() == counts.sum(axis=0).tolist() and m.tolist() == maxima.max(axis=0).tolist()
+            assert np.array_equal(s.view(np.int64), np.array([math.fsum(v) for v in vectors]).view(np.int64))
+            made = sum(comm.bytes.calls.values()) - sum(before.values())
+            assert made == (0 if comm.size == 1 else 1 if k <= comm.FULL_WINDOW_SUMS else 2), (k, made)
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_a_carried_code_is_agreed_by_every_reduction(comm):
+    """A code one rank sets travels with the next exact reduction; every rank reads the same maximum."""
+    if comm.size == 1:
+        return
+    code = {"now": 0}
+    comm.carry, comm.carry_codes = (lambda: code["now"]), 2
+    try:
+        assert comm.take_carried() is None  # no reduction yet: the caller must ask on its own
+        assert comm.allreduce_int(1) == comm.size
+        assert comm.take_carried() == 0
+        code["now"] = 2 if comm.rank == comm.size - 1 else (1 if comm.rank == 0 else 0)
+        comm.sum_exact(np.ones(3))
+        code["now"] = 0  # caught before the first reduction, still agreed after the second
+        comm.allreduce_int(np.arange(2))
+        assert comm.take_carried() == 2 and comm.take_carried() is None
+    finally:
+        comm.carry, comm.carry_codes = None, 0
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_alltoallv_sends_each_rank_its_part(comm):
+    """Rank s sends rank r the rows [s, r] (s + r + 1 of them, some empty), with and without known counts."""
+    P, me = comm.size, comm.rank
+    send = [(me + r + 1) * (r % 2 or me % 2) for r in range(P)]
+    rows = np.concatenate([np.full((n, 2), 100 * me + r, dtype=np.int32) for r, n in enumerate(send)])
+    expect_counts = [(s + me + 1) * (me % 2 or s % 2) for s in range(P)]
+    expect = np.concatenate([np.full((n, 2), 100 * s + me, dtype=np.int32) for s, n in enumerate(expect_counts)])
+    for recv in (None, expect_counts):
+        got, counts = comm.alltoallv(rows, send, recv)
+        assert counts.tolist() == expect_counts and np.array_equal(got, expect.reshape(-1, 2))

@@ -218,3 +218,22 @@ def test_domain_column_and_validation_bins():
                                   shard.cols[:, [0, shard.n_local - 1]].T if shard.n_local else 0)
     none = load(comm, [path], domains="none")
     assert none.n_domains == 1 and np.all(none.domain == 0)
+
+
+def test_binning_gathers_no_rank_everything():
+    """Each rank receives the sampled values of its own block of features only (not every rank's values
+    at rank 0): with 8 features of 2,000 distinct values, rank 0 gets about 1/P of what a gather would
+    bring it, plus the edges."""
+    from mpiboost.data.binning import fit_edges
+
+    comm = world()
+    rng = np.random.default_rng(4)
+    sample = rng.standard_normal((2000 * comm.size, 8))[comm.rank :: comm.size]  # distinct values everywhere
+    before = comm.bytes.totals().get("binning", {"received": 0})["received"]
+    mapper = fit_edges(comm, sample)
+    if comm.size == 1:
+        return
+    got = comm.bytes.totals()["binning"]["received"] - before
+    gathered = sample.nbytes * 2 * (comm.size - 1)  # values and their counts from every other rank
+    assert got < gathered * (1.0 / comm.size + 0.15), (got, gathered)
+    assert mapper.n_features == 8 and min(len(e) for e in mapper.edges) > 200  # quantile edges of every feature

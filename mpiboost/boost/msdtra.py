@@ -100,15 +100,25 @@ class MSDTrA(TransferBoosting):
                 self._chain[j] += plan.chain[j] * pred
         return out
 
-    def own_errors(self, stumps: list, eps: np.ndarray) -> np.ndarray:
-        """Each candidate's exact weighted error on its own source (the target-only one: on the target)."""
+    def _own_terms(self, stumps: list) -> list:
+        """This rank's exact terms of each source candidate's right and wrong weight on its own source."""
         groups = []
         for j, k in enumerate(self.sources):
             rows = self._source_rows[j]
             s = stumps[j]
             col = np.ascontiguousarray(s.column(self.data.cols)[rows])
             groups += list(_weights.error_terms(col, self._source_y[j], np.ascontiguousarray(self.w[rows]), *s.args()))
-        sums = self.proto.reduce_terms(groups)
+        return groups
+
+    def more_error_terms(self, stumps: list) -> list:
+        # chain weights need each candidate's error on its own source: reduced with the target errors
+        return self._own_terms(stumps) if self.params["weights"] == "chain" else []
+
+    def own_errors(self, stumps: list, eps: np.ndarray) -> np.ndarray:
+        """Each candidate's exact weighted error on its own source (the target-only one: on the target)."""
+        sums = self.more_error_sums(stumps)
+        if sums is None:
+            sums = self.proto.reduce_terms(self._own_terms(stumps))
         out = np.array([sums[2 * j + 1] / max(sums[2 * j] + sums[2 * j + 1], 1e-300) for j in range(len(self.sources))])
         return np.concatenate([out, eps[len(self.sources):]])
 

@@ -373,11 +373,26 @@ class TransferBoosting(Algorithm):
             _, wrong = _weights.error_terms(s.column(self.t_cols), self.t_y, wt, *s.args())
             groups.append(wrong)
         groups.append(_exact.partials(wt))
-        sums = self.proto.reduce_terms(groups)
+        extra = self.more_error_terms(stumps)
+        sums = self.proto.reduce_terms(groups + extra)
+        # the extra sums ride along (one collective for both); more_error_sums() hands them on once
+        self._more_sums = (tuple(stumps), sums[len(groups):]) if extra else None
+        sums = sums[: len(groups)]
         total = sums[-1]
         if not total > 0:
             raise ValueError("the target rows' weights vanished (underflow): use fewer rounds")
         return sums[:-1] / total
+
+    def more_error_terms(self, stumps: list) -> list:
+        """Exact terms of further sums a plan will need for these candidates, reduced with the target
+        errors (none by default)."""
+        return []
+
+    def more_error_sums(self, stumps: list) -> Optional[np.ndarray]:
+        """The sums of :meth:`more_error_terms` reduced with :meth:`target_errors` for ``stumps``, once
+        (None: not reduced for these candidates; the caller reduces them itself)."""
+        got, self._more_sums = getattr(self, "_more_sums", None), None
+        return got[1] if got is not None and got[0] == tuple(stumps) else None
 
     def mixture_error(self, stumps: list, vt: np.ndarray, hard: bool) -> float:
         """Exact weighted target error of the mixture ``sum_k vt_k f_k`` (soft or thresholded)."""

@@ -203,6 +203,12 @@ def fit_edges(comm, local_sample: np.ndarray, max_bins: int = MAX_VALUE_BINS) ->
 
     ``local_sample`` is this rank's ``(m_local, d)`` sampled rows (any dtype,
     NaN = missing). Every rank gets the same :class:`BinMapper`.
+
+    Feature-parallel: rank ``r`` owns the features of block ``r`` (:func:`feature_blocks`). Each rank
+    sends every owner the distinct values and counts of the owner's features (one personalized
+    exchange, so no rank holds more than its block of every rank's values); each owner merges its
+    features' parts in rank order and cuts their edges; the edges are then gathered on every rank.
+    Merging is order-free (a sort and integer counts), so the edges are those of one process.
     """
     d = local_sample.shape[1]
     distinct = local_distinct(local_sample)
@@ -211,25 +217,38 @@ def fit_edges(comm, local_sample: np.ndarray, max_bins: int = MAX_VALUE_BINS) ->
     vdtype = np.float32 if local_sample.dtype in (np.float32, np.int8, np.uint8, np.int16) else np.float64
     values = np.concatenate([v for v, _ in distinct]).astype(vdtype) if d else np.zeros(0, vdtype)
     counts = np.concatenate([c for _, c in distinct]).astype(np.int64) if d else np.zeros(0, np.int64)
+    if comm.size == 1:
+        mapper = BinMapper([edges_from_counts(*merge_distinct([(v.astype(vdtype), c)]), max_bins=max_bins)
+                            for v, c in distinct])
+        flat, offsets = mapper.flat()
+        return BinMapper.from_flat(flat, offsets)
+    blocks = feature_blocks(d, comm.size)
+    sizes = np.diff(blocks)
+    lo, hi = int(blocks[comm.rank]), int(blocks[comm.rank + 1])
     with comm.primitive("binning"):
-        if comm.size > 1:
-            all_lengths = comm.gatherv(lengths[None, :])
-            all_values = comm.gatherv(values)
-            all_counts = comm.gatherv(counts)
-        else:
-            all_lengths, all_values, all_counts = lengths[None, :], values, counts
-        if comm.is_center:
-            per_feature: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(d)]
-            pos = 0
-            for row in all_lengths:
-                for j, m in enumerate(row):
-                    per_feature[j].append((all_values[pos : pos + m], all_counts[pos : pos + m]))
-                    pos += m
-            mapper = BinMapper([edges_from_counts(*merge_distinct(p), max_bins=max_bins) for p in per_feature])
-            flat, offsets = mapper.flat()
-        else:
-            flat = offsets = None
-        if comm.size > 1:
-            offsets = comm.bcast_array(offsets)
-            flat = comm.bcast_array(flat)
+        # lengths[j] for the owner of j; every rank knows it gets sizes[me] lengths from each rank
+        got_lengths, _ = comm.alltoallv(lengths, sizes, np.full(comm.size, hi - lo))
+        got_lengths = got_lengths.reshape(comm.size, hi - lo)
+        per_owner = np.add.reduceat(lengths, blocks[:-1]) if d else np.zeros(comm.size, np.int64)
+        per_owner[sizes == 0] = 0  # reduceat gives an element, not 0, for an empty block
+        from_each = got_lengths.sum(axis=1)
+        got_values, _ = comm.alltoallv(values, per_owner, from_each)
+        got_counts, _ = comm.alltoallv(counts, per_owner, from_each)
+        # where feature lo + j's part from rank r starts in what arrived (ranks in order, features in order)
+        first = (np.cumsum(got_lengths.ravel()) - got_lengths.ravel()).reshape(comm.size, hi - lo)
+        mine = []
+        for j in range(hi - lo):
+            parts = [(got_values[a : a + m], got_counts[a : a + m])
+                     for a, m in zip(first[:, j].tolist(), got_lengths[:, j].tolist())]
+            mine.append(edges_from_counts(*merge_distinct(parts), max_bins=max_bins))
+        n_edges = comm.allgatherv(np.array([len(e) for e in mine], dtype=np.int64), counts=sizes)
+        flat = comm.allgatherv(np.concatenate(mine).astype(np.float64) if mine else np.zeros(0),
+                               counts=np.add.reduceat(n_edges, blocks[:-1]) * (sizes > 0) if d else sizes)
+    offsets = np.zeros(d + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(n_edges)
     return BinMapper.from_flat(flat, offsets)
+
+
+def feature_blocks(d: int, size: int) -> np.ndarray:
+    """``size + 1`` boundaries cutting ``d`` features into contiguous blocks of sizes differing by at most one."""
+    return np.array([r * d // size for r in range(size + 1)], dtype=np.int64)

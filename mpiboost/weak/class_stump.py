@@ -92,8 +92,7 @@ class ClassStumpLearner:
         else:
             local_total = _weights.fixed_signed(w, self._ones, FIXED_SHIFT, self._g)
             _multiclass.build_class_histogram(self.cols, self._g, self.cls, self._hist)
-            (total,), _ = self.proto.weight_sums(np.array([local_total]))
-            hist = self.proto.reduce_class_histograms(self._hist, self.n_bins)
+            hist, total = self.proto.reduce_class_histograms(self._hist, self.n_bins, total=local_total)
             if self.proto.is_center:
                 f, b, left, right, ml, score = _multiclass.best_class_stump(hist, self.n_bins, self.criterion)
                 packed = [f, b, left, right, ml, (total - score) / total]

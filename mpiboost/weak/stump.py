@@ -173,8 +173,7 @@ class StumpLearner:
                 packed = [f, b, left, ml, (self.n_samples - edge) / (2.0 * self.n_samples)]
         else:
             _histogram.build_histogram(self.cols, self._g, self._hist, self._binary)
-            (total,), _ = self.proto.weight_sums(np.array([local_total]))
-            hist = self.proto.reduce_histograms(self._hist, self.n_bins)
+            hist, total = self.proto.reduce_histograms(self._hist, self.n_bins, total=local_total)
             if self.proto.is_center:
                 f, b, left, ml, edge = _histogram.best_stump(hist, self.n_bins)
                 packed = [f, b, left, ml, (total - edge) / (2.0 * total)]
