@@ -407,3 +407,18 @@ def test_the_package_data_glob_takes_every_script():
                for p in glob.glob(str(ROOT / "mpiboost" / "launchers" / "**" / "*"), recursive=True)
                if os.path.isfile(p)}
     assert on_disk and on_disk <= taken
+
+
+def test_the_slurm_harness_parses_and_says_what_it_needs(tmp_path):
+    """scripts/slurm/harness.sh (run by hand as root with Slurm installed, see README) is valid bash, and
+    without Slurm's commands on PATH it stops before starting anything, naming the packages (exit 2)."""
+    harness = SCRIPTS / "slurm" / "harness.sh"
+    assert subprocess.run(["bash", "-n", str(harness)]).returncode == 0
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("id", "grep", "dirname"):  # what the script runs before it checks for Slurm
+        os.symlink(shutil.which(name), tools / name)
+    proc = subprocess.run([shutil.which("bash"), str(harness)], capture_output=True, text=True, timeout=60,
+                          env={"PATH": str(tools), "HOME": str(tmp_path)})
+    assert proc.returncode == 2, proc.stderr
+    assert "run as root" in proc.stderr or "apt-get install slurmctld slurmd slurm-client munge" in proc.stderr
