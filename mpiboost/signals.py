@@ -42,8 +42,19 @@ def _handler(signum, frame) -> None:  # noqa: ARG001 - the signal module's signa
         _state["caught"] = signal.Signals(signum).name
 
 
+def install_early() -> None:
+    """:func:`install` at the start of a command, so that the run's own :func:`install` keeps what was caught."""
+    install()
+    _state["early"] = True
+
+
 def install() -> None:
-    """Record SIGTERM and SIGUSR1 from now on (the main thread only, where Python runs handlers)."""
+    """Record SIGTERM and SIGUSR1 from now on (the main thread only, where Python runs handlers).
+
+    After :func:`install_early` it keeps the signal caught since then (once).
+    """
+    if _state.pop("early", False) and _state["armed"]:
+        return
     for name in NAMES:
         sig = getattr(signal, name, None)
         if sig is not None:

@@ -27,7 +27,7 @@ Faults and pauses the tests need, from the environment:
   watchdog has sent H heartbeats;
 * ``PROBE_SIGNAL=R:K1,K2,...``: rank R (``all``: every rank) sends itself SIGTERM at the end of its K-th
   round (counted over every round loop of the process: a selection phase's candidates too), as a
-  scheduler's signal arriving then;
+  scheduler's signal arriving then; ``K = start``: while MPI starts (before the command's own setup);
 * ``PROBE_STALL=R:S``: rank R, once its watchdog runs, makes progress for S
   seconds, then stops (sleeps for ever outside MPI, as a rank stuck in I/O).
 
@@ -182,6 +182,23 @@ def _install() -> None:
             return out
 
         _rebind(mpi, limited)
+
+    spec = os.environ.get("PROBE_SIGNAL", "")
+    if "start" in spec.partition(":")[2].split(","):
+        from mpiboost import comm as comm_mod
+
+        starting = comm_mod._mpi
+
+        def signalled():
+            rank = spec.partition(":")[0]
+            if comm_mod._MPI is None and (rank == "all" or int(rank) == _rank()):
+                import signal
+
+                _say("SIGTERM while MPI starts")
+                os.kill(os.getpid(), signal.SIGTERM)
+            return starting()
+
+        _rebind(starting, signalled)
 
     round_metrics = train_mod.round_metrics
 

@@ -139,3 +139,24 @@ def test_sigterm_in_a_phase_on_3_ranks_resumed_on_2_then_1_gives_the_one_rank_mo
     third = probe.run([*run, "--resume"], n=1)
     assert third.returncode == 0, third.stderr
     assert (tmp_path / "m.h5").read_bytes() == (tmp_path / "w.h5").read_bytes()
+
+
+@pytest.mark.mpi
+def test_a_sigterm_while_mpi_starts_stops_after_the_first_round_with_its_checkpoint(data, tmp_path):
+    """A requeued job's start-up (imports, MPI_Init, loading) is not a window where SIGTERM kills the ranks with
+    nothing saved: the signal waits for the first round's end (exit 75, a checkpoint), and --resume gives the
+    uninterrupted model."""
+    import probe
+
+    base = ["train", "--algo", "adaboost", "--rounds", "12", "--data", str(data["noise check"]), "--quiet",
+            "--threads", "1"]
+    whole = probe.run([*base, "--model", str(tmp_path / "w.h5")])
+    assert whole.returncode == 0, whole.stderr
+    run = [*base, "--model", str(tmp_path / "m.h5"), "--checkpoint", str(tmp_path / "c.h5"), "--checkpoint-every", "5"]
+    first = probe.run(run, n=2, env={"PROBE_SIGNAL": "all:start"})
+    assert "SIGTERM while MPI starts" in first.stdout, first.stdout
+    assert first.returncode == PREEMPTED_EXIT, (first.returncode, first.stderr)
+    assert "stopped by SIGTERM after round 1 " in first.stderr and (tmp_path / "c.h5").exists(), first.stderr
+    second = probe.run([*run, "--resume"], n=2)
+    assert second.returncode == 0, second.stderr
+    assert (tmp_path / "m.h5").read_bytes() == (tmp_path / "w.h5").read_bytes()

@@ -747,6 +747,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     as_command = argv is None  # the process exits next (a call with arguments is a library use)
     argv = list(sys.argv[1:] if argv is None else argv)
+    if as_command and argv[:1] == ["train"]:
+        from .. import signals
+
+        # A SIGTERM while MPI starts and the data load (a requeued job's start-up) is kept for the first
+        # round's end, with its checkpoint and exit 75, instead of killing the rank with nothing saved.
+        signals.install_early()
     code = guarded(_train, argv[1:]) if argv[:1] == ["train"] else guarded(_dispatch, argv)
     if as_command:
         watchdog.arm_exit_alarm()  # no hang in MPI_Finalize either
