@@ -121,6 +121,21 @@ def test_model_file_round_trip_and_lightgbm_export(files, case, tmp_path):
     theirs = booster.predict(X, raw_score=True)
     assert np.isnan(X).any()
     np.testing.assert_allclose(theirs, ours, rtol=0, atol=1e-12)
+    # LightGBM's probabilities from the exported objective, against a few lines of numpy on our scores
+    probs = booster.predict(X)
+    if ours.ndim == 1:
+        # the logistic loss's scores are log-odds; AdaBoost's exponential loss (a weighted vote) estimates half
+        # of them; a majority vote's count goes through the plain sigmoid (it is no probability)
+        half = model.link != "logistic" and model.vote == "weighted"
+        twin = 1.0 / (1.0 + np.exp(-(2.0 if half else 1.0) * ours))
+        np.testing.assert_allclose(probs, twin, rtol=0, atol=1e-12)
+    else:
+        e = np.exp(ours - ours.max(axis=1, keepdims=True))
+        twin = e / e.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(probs, twin, rtol=0, atol=1e-12)
+    if model.link is not None:  # the model's own probabilities are the same numbers
+        mine = model.proba_binned(cols)
+        np.testing.assert_allclose(mine[:, 1] if ours.ndim == 1 else mine, twin, rtol=0, atol=1e-12)
     doc = json.loads(model.to_json())
     if model.has_trees:
         assert len(doc["trees"]) == model.n_stumps and all("tree" in e for e in doc["ensemble"])
@@ -348,3 +363,36 @@ def test_agnostic_batch_takes_class_trees(tmp_path):
         assert float(np.mean(m.predict_raw(a["X"]) != a["y"])) == pytest.approx(last["train_error"], abs=1e-12)
         errors[name] = float(np.mean(m.predict_raw(b["X"]) != b["y"]))
     assert errors["tree"] < errors["stump"] - 0.03 and errors["tree-random"] < errors["stump"] - 0.03, errors
+
+
+@pytest.mark.parametrize("rounds,missing", [(1, 0.0), (3, 0.0), (1, 0.05), (3, 0.05)])
+def test_logistic_trees_are_lightgbms_on_the_same_bins(tmp_path, rounds, missing):
+    """An independent twin of the start, the splits and the leaf steps: LightGBM, given our bin indices as its
+    features (each its own bin, the missing bin as NaN) and the same settings, grows the same trees. Its gradients
+    are float32, so the scores agree to about 1e-8; a different split or start moves them by 1e-3 or more.
+    min_data_in_leaf is 1 on both sides: LightGBM estimates a bin's row count from its hessian sum, mpiboost counts
+    rows, so near that bound the two may choose differently."""
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(rounds * 10 + int(missing * 100))
+    n, d = 4000, 6
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    X[rng.random(X.shape) < missing] = np.nan
+    Z = np.nan_to_num(X)
+    logit = 1.5 * Z[:, 0] - Z[:, 1] * Z[:, 2] + np.sin(3 * Z[:, 3])
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), 1, -1).astype(np.int8)
+    fmt.write_dataset(tmp_path / "d.h5", X, y)
+    model = _model(tmp_path, "m", tmp_path / "d.h5", "--algo", "adaboost", "--loss", "logistic", "--weak-learner",
+                   "tree", "--rounds", rounds, "--min-data-in-leaf", 1)
+    cols = np.empty((d, n), dtype=np.uint8)
+    model.bins.transform(X, out=cols.T)
+    ours = model.decision_binned(cols)
+    Xb = cols.T.astype(np.float64)
+    Xb[Xb == 255] = np.nan  # the missing bin
+    params = dict(objective="binary", num_leaves=31, min_data_in_leaf=1, min_sum_hessian_in_leaf=1e-3, lambda_l2=0.0,
+                  learning_rate=0.1, max_bin=1024, min_data_in_bin=1, verbose=-1, feature_pre_filter=False,
+                  deterministic=True, num_threads=1)
+    booster = lgb.train(params, lgb.Dataset(Xb, label=(y > 0).astype(int), params=params), num_boost_round=rounds)
+    theirs = booster.predict(Xb, raw_score=True)
+    assert np.abs(ours - theirs).max() < 1e-6
+    assert [t["num_leaves"] for t in booster.dump_model()["tree_info"]] == [t.n_leaves for t in model.trees]
