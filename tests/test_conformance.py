@@ -57,7 +57,9 @@ TASK_OF = {"train_domain": "multi-domain"}  # a parameter whose values need data
 UNVARIED = {"vote"}  # SmoothBoost's vote has one value left (majority)
 # Pairs of non-default values that take a path of their own (trees with a loss or a relabelling).
 COMBINED = {
-    "adaboost": [{"weak_learner": "tree", "loss": "logistic"}],
+    "adaboost": [{"weak_learner": "tree", "loss": "logistic"},
+                 {"weak_learner": "tree", "loss": "logistic", "grad_bins": 4}],
+    "softmax": [{"grad_bins": 16}],
     "multiboost": [{"weak_learner": "tree", "loss": "logistic"}],
     "agnostic-batch": [{"weak_learner": "tree", "relabel": "random"}],
 }

@@ -396,3 +396,24 @@ def test_logistic_trees_are_lightgbms_on_the_same_bins(tmp_path, rounds, missing
     theirs = booster.predict(Xb, raw_score=True)
     assert np.abs(ours - theirs).max() < 1e-6
     assert [t["num_leaves"] for t in booster.dump_model()["tree_info"]] == [t.n_leaves for t in model.trees]
+
+
+@pytest.mark.parametrize("case", ["binary", "softmax"])
+def test_quantized_gradients_grow_trees_about_as_good(files, case):
+    """--grad-bins: the trees grown on gradients rounded to a few levels, leaves from the full-precision sums,
+    classify the test rows about as well as full precision (the accuracy study's per-set check in small)."""
+    d, f = files
+    which, algo = ("bin", ["--algo", "adaboost", "--loss", "logistic", "--weak-learner", "tree"]) if case == "binary" \
+        else ("multi", ["--algo", "softmax"])
+    train, test = f[which]
+    X = fmt.read_arrays(test)["X"]
+    y = fmt.read_arrays(test)["y"]
+    errors, models = {}, {}
+    for bins in (0, 4, 16):
+        models[bins] = _model(d, f"q-{case}-{bins}", train, *algo, "--rounds", 40, "--grad-bins", bins)
+        assert models[bins].params["grad_bins"] == bins
+        errors[bins] = float(np.mean(models[bins].predict(X) != y))
+    assert errors[0] < 0.3, errors  # the full-precision booster learns (the comparison means something)
+    for bins in (4, 16):
+        assert models[bins].to_json() != models[0].to_json()  # the rounding is in effect
+        assert errors[bins] <= errors[0] + 0.02, errors

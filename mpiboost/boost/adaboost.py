@@ -15,7 +15,7 @@ import math
 from typing import Optional
 
 from .base import Hypothesis, Param
-from .params import LEARNING_RATE, ROW_WEIGHTS, SAMPLING
+from .params import GRAD_BINS, LEARNING_RATE, ROW_WEIGHTS, SAMPLING
 from .reweighting import Reweighting
 
 ERROR_CLIP = 1e-12
@@ -37,6 +37,7 @@ class AdaBoost(Reweighting):
               choices=("exponential", "logistic"), origin="beyond"),
         Param("learning_rate", float, 0.1, LEARNING_RATE.help, low=0.0, high=1.0, low_open=True,
               when=("loss", "logistic")),
+        Param(**{**GRAD_BINS.__dict__, "when": ("loss", "logistic")}),
         *ROW_WEIGHTS,
     )
 
@@ -59,7 +60,7 @@ class AdaBoost(Reweighting):
 
         self.check_data(data)
         self.data, self.proto, self.seed = data, proto, int(seed)
-        self.newton = NewtonBoost(data, proto, self.params, 1)
+        self.newton = NewtonBoost(data, proto, self.params, 1, seed=self.seed)
         self.model = self.new_model(data, output="sign", link="logistic")
 
     def select(self, t: int) -> Optional[Hypothesis]:

@@ -47,9 +47,11 @@ class NewtonBoost:
         1 for the binary logistic loss (labels -1/+1), the number of classes for softmax.
     """
 
-    def __init__(self, data, proto, params: dict, K: int) -> None:
+    def __init__(self, data, proto, params: dict, K: int, seed: int = 0) -> None:
         self.data, self.proto, self.K = data, proto, int(K)
         self.lr = float(params["learning_rate"])
+        self.grad_bins = int(params.get("grad_bins") or 0)
+        self.seed = int(seed) & ((1 << 64) - 1)
         spec = TreeSpec.from_params(params)
         if params.get("weak_learner", "tree") != "tree":
             spec = TreeSpec(**{**spec.__dict__, "max_leaves": 2})  # a Newton stump
@@ -100,12 +102,46 @@ class NewtonBoost:
             step = np.where(H + l2 > 0, -G / np.where(H + l2 > 0, H + l2, 1.0), 0.0)
             return init + lr * step
 
-        tree, leaf = self.grower.grow(self.gh, K, sc, sc, leaf_value, "real")
+        if self.grad_bins:
+            gq, g_scale, h_scale = self.quantized(t)
+            tree, leaf = self.grower.grow(gq, K, g_scale, h_scale, leaf_value, "real", leaf_gh=self.gh, leaf_h_scale=sc)
+        else:
+            tree, leaf = self.grower.grow(self.gh, K, sc, sc, leaf_value, "real")
         if tree.n_leaves < 2 and not first:
             return None
         self._cache = (tree, leaf)
         metrics = {"leaves": tree.n_leaves, "bytes_tree": self.grower.bytes_per_tree[-1]}
         return Hypothesis(tree, 1.0, metrics)
+
+    def quantized(self, t: int) -> tuple[np.ndarray, float, float]:
+        """Round ``t``'s gradients and hessians as integers of ``grad_bins`` levels: ``(units, g_scale, h_scale)``.
+
+        The scales come from the global largest ``|g|`` and ``h`` (one reduction): ``|g| / g_scale`` is at
+        most ``bins / 2`` and ``h / h_scale`` at most ``bins``, as LightGBM's ``num_grad_quant_bins``.
+        Each row rounds up or down at random, keyed by (seed, round, global row, class)
+        (:mod:`mpiboost._ext._quantize`): the integers, their exact sums and the tree are the same on
+        any number of ranks and threads. The row count channel stays exact.
+        """
+        from .._ext import _quantize
+
+        K, sc, B = self.K, self.scale, self.grad_bins
+        g = self.gh[:, :K] * sc  # this row's fixed-point gradient and hessian, as doubles (exact)
+        h = self.gh[:, K:2 * K] * sc
+        local = np.array([np.abs(g).max(initial=0.0), h.max(initial=0.0)])
+        _, top, _ = self.proto.comm.allreduce_exact(maxima=local.view(np.int64)) if self.proto is not None \
+            else (None, local.view(np.int64), None)
+        g_max, h_max = top.view(np.float64)
+        g_scale = g_max / (B / 2.0) if g_max > 0 else 1.0
+        h_scale = h_max / B if h_max > 0 else 1.0
+        n = self.gh.shape[0]
+        out = np.zeros((n, 2 * K + 1), dtype=np.int64)
+        out[:, 2 * K] = 1
+        qg, qh = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+        for k in range(K):
+            _quantize.quantize(np.ascontiguousarray(g[:, k]), np.ascontiguousarray(h[:, k]), g_scale, h_scale,
+                               self.seed, int(t), int(self.data.start), k, qg, qh)
+            out[:, k], out[:, K + k] = qg, qh
+        return out, g_scale, h_scale
 
     def apply(self, h: Hypothesis) -> int:
         """Add the tree to the scores; the global count of training rows now misclassified."""

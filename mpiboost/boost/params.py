@@ -93,6 +93,11 @@ TREE = (MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2, SPLIT_GAI
 TREE_NEWTON = (MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2, EXCHANGE)
 LEARNING_RATE = Param("learning_rate", float, 0.1, "shrinkage of each tree's Newton step (LightGBM's default)",
                       low=0.0, high=1.0, low_open=True, origin="beyond")
+GRAD_BINS = Param("grad_bins", int, 0,
+                  "Newton trees: grow each tree on gradients and hessians rounded to integers of this many levels "
+                  "(stochastic rounding keyed by seed, round and row, so the same on any number of ranks; LightGBM's "
+                  "use_quantized_grad with num_grad_quant_bins), leaf values from the full-precision sums; 0: "
+                  "full precision", low=0, high=1024, origin="beyond", metavar="B")
 
 WEAK_LEARNER_STUMP_SEARCH = Param(
     "weak_learner", str, "stump",

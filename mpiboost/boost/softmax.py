@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .base import Algorithm, Hypothesis, Param
-from .params import LEARNING_RATE, TREE_NEWTON
+from .params import GRAD_BINS, LEARNING_RATE, TREE_NEWTON
 
 WEAK = Param("weak_learner", str, "tree",
              "the weak learner: tree (vector leaves, see --max-leaves) or stump (one split, K values per side)",
@@ -31,7 +31,7 @@ class Softmax(Algorithm):
     losses = ("logistic",)
     stop_message = "no split left that lowers the loss"
     parameters = (WEAK, *(p if p.when is None else Param(**{**p.__dict__, "when": ("weak_learner", "tree")})
-                          for p in TREE_NEWTON), LEARNING_RATE)
+                          for p in TREE_NEWTON), LEARNING_RATE, GRAD_BINS)
 
     def check_data(self, data) -> None:
         if data.n_classes < 2:
@@ -42,7 +42,7 @@ class Softmax(Algorithm):
 
         self.check_data(data)
         self.data, self.proto, self.seed = data, proto, int(seed)
-        self.newton = NewtonBoost(data, proto, self.params, int(data.n_classes))
+        self.newton = NewtonBoost(data, proto, self.params, int(data.n_classes), seed=self.seed)
         self.model = self.new_model(data, output="argmax", link="softmax")
 
     def select(self, t: int) -> Optional[Hypothesis]:

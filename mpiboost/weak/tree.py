@@ -285,13 +285,15 @@ class TreeGrower:
     # ---------------------------------------------------------------- grow
     def grow(self, gh: np.ndarray, K: int, g_scale: float, h_scale: float,
              leaf_value: Callable[[np.ndarray], np.ndarray], kind: str,
-             subset: Optional[np.ndarray] = None) -> tuple[Tree, np.ndarray]:
+             subset: Optional[np.ndarray] = None, leaf_gh: Optional[np.ndarray] = None,
+             leaf_h_scale: Optional[float] = None) -> tuple[Tree, np.ndarray]:
         """One tree for this rank's fixed-point ``gh`` (n_local, 2K+1), the same on every rank.
 
         ``leaf_value(sums)`` maps a leaf's int64 channel sums to its V output values (computed
         alike on every rank from the exact leaf sums). ``subset``: grow on these local rows only
         (sorted indices; e.g. one domain's). Returns the tree and each local row's leaf (-1 for a
-        row outside ``subset``).
+        row outside ``subset``). ``leaf_gh`` (units of ``leaf_h_scale``): the channels the leaf values
+        are summed from, when the tree is grown on others (quantized gradients); default ``gh``.
         """
         spec, C = self.spec, 2 * K + 1
         n = self.cols.shape[1]
@@ -386,7 +388,8 @@ class TreeGrower:
         for node in np.flatnonzero(is_leaf):
             lo, hi = rng[node]
             node_of_row[rows[lo:hi]] = node
-        local_sums = _tree.leaf_sums(gh, node_of_row, n_nodes)
+        exact = gh if leaf_gh is None else np.ascontiguousarray(leaf_gh, dtype=np.int64)
+        local_sums = _tree.leaf_sums(exact, node_of_row, n_nodes)
         table = local_sums if self.proto is None else self.proto.reduce_counts(local_sums)
         value = np.zeros((n_nodes, 0))
         for node in np.flatnonzero(is_leaf):
@@ -395,7 +398,7 @@ class TreeGrower:
                 value = np.zeros((n_nodes, v.shape[0]))
             value[node] = v
         tree = Tree(feature, binv, mleft, lc, rc, value, kind, gain=gains, count=table[:, 2 * K],
-                    weight=table[:, K:2 * K].sum(axis=1) * h_scale)
+                    weight=table[:, K:2 * K].sum(axis=1) * (h_scale if leaf_h_scale is None else leaf_h_scale))
         self.bytes_per_tree.append(self._bytes() - sent0)
         return tree, node_of_row
 

@@ -50,10 +50,15 @@ OURS_BINARY = {
     "logistic": ["--algo", "adaboost", "--loss", "logistic", "--weak-learner", "tree"],
     "adaboost": ["--algo", "adaboost", "--weak-learner", "tree"],
     "smoothboost": ["--algo", "smoothboost", "--weak-learner", "tree"],
+    # quantized gradients (--grad-bins): the accuracy study of the bins to default to
+    "logistic-q4": ["--algo", "adaboost", "--loss", "logistic", "--weak-learner", "tree", "--grad-bins", "4"],
+    "logistic-q16": ["--algo", "adaboost", "--loss", "logistic", "--weak-learner", "tree", "--grad-bins", "16"],
 }
 OURS_MULTI = {
     "softmax": ["--algo", "softmax"],
     "samme": ["--algo", "samme", "--weak-learner", "tree"],
+    "softmax-q4": ["--algo", "softmax", "--grad-bins", "4"],
+    "softmax-q16": ["--algo", "softmax", "--grad-bins", "16"],
 }
 PEERS = ["lightgbm", "xgboost", "sklearn"]
 
