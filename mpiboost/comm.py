@@ -284,8 +284,12 @@ class Comm:
 
     @_timed
     def reduce_int(self, arr: np.ndarray, root: int = 0) -> Optional[np.ndarray]:
-        """Exact int64 sum of ``arr`` over ranks, on ``root`` only (``None`` elsewhere)."""
-        arr = np.ascontiguousarray(arr, dtype=np.int64)
+        """Exact integer sum of ``arr`` over ranks, on ``root`` only (``None`` elsewhere).
+
+        int32 arrays are summed as int32 (half the bytes): the caller bounds every partial and
+        total sum below 2**31; any other integers as int64.
+        """
+        arr = np.ascontiguousarray(arr, dtype=np.int32 if arr.dtype == np.int32 else np.int64)
         out = np.empty_like(arr) if self.rank == root else None
         self.mpi.Reduce(arr, out, op=_mpi().SUM, root=root)
         self._count(0 if self.rank == root else arr.nbytes, arr.nbytes * (self.size - 1) if self.rank == root else 0)
@@ -293,12 +297,12 @@ class Comm:
 
     @_timed
     def reduce_scatter_int(self, arr: np.ndarray, counts: Sequence[int]) -> np.ndarray:
-        """Exact int64 sums of ``arr`` (rows of equal width) over ranks, rank r keeping ``counts[r]``
-        consecutive rows (in rank order)."""
-        arr = np.ascontiguousarray(arr, dtype=np.int64)
+        """Exact integer sums of ``arr`` (rows of equal width) over ranks, rank r keeping ``counts[r]``
+        consecutive rows (in rank order); int32 as int32 (see :meth:`reduce_int`), else int64."""
+        arr = np.ascontiguousarray(arr, dtype=np.int32 if arr.dtype == np.int32 else np.int64)
         width = int(np.prod(arr.shape[1:])) if arr.ndim > 1 else 1
         counts = [int(c) for c in counts]
-        out = np.empty((counts[self.rank],) + arr.shape[1:], dtype=np.int64)
+        out = np.empty((counts[self.rank],) + arr.shape[1:], dtype=arr.dtype)
         self.mpi.Reduce_scatter(arr, out, recvcounts=[c * width for c in counts], op=_mpi().SUM)
         self._count(arr.nbytes - out.nbytes, out.nbytes * (self.size - 1))
         return out

@@ -250,3 +250,17 @@ def test_alltoallv_sends_each_rank_its_part(comm):
     for recv in (None, expect_counts):
         got, counts = comm.alltoallv(rows, send, recv)
         assert counts.tolist() == expect_counts and np.array_equal(got, expect.reshape(-1, 2))
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_int32_reductions_stay_int32(comm):
+    """An int32 histogram is reduced as int32 (half the bytes), to the same sums as int64."""
+    a = (np.arange(12, dtype=np.int64).reshape(4, 3) - 5) * (comm.rank + 1)
+    want = (np.arange(12, dtype=np.int64).reshape(4, 3) - 5) * sum(r + 1 for r in range(comm.size))
+    got = comm.reduce_int(a.astype(np.int32))
+    if comm.is_center:
+        assert got.dtype == np.int32 and np.array_equal(got, want)
+    part = comm.reduce_scatter_int(a.astype(np.int32), [4 if r == 0 else 0 for r in range(comm.size)])
+    assert part.dtype == np.int32
+    if comm.rank == 0:
+        assert np.array_equal(part, want)

@@ -417,3 +417,28 @@ def test_quantized_gradients_grow_trees_about_as_good(files, case):
     for bins in (4, 16):
         assert models[bins].to_json() != models[0].to_json()  # the rounding is in effect
         assert errors[bins] <= errors[0] + 0.02, errors
+
+
+@pytest.mark.mpi
+def test_quantized_histograms_travel_in_half_the_bytes(files, tmp_path):
+    """With --grad-bins the histograms' sums are bounded below 2**31, so they travel as int32: half the bytes
+    per tree of the int64 fixed-point ones, and the same trees on 1 and 2 ranks."""
+    from mpi_util import run_cli
+
+    d, f = files
+    per_tree, models = {}, {}
+    for bins in (0, 4):
+        base = ["train", "--algo", "adaboost", "--loss", "logistic", "--weak-learner", "tree", "--rounds", "5",
+                "--data", str(f["bin"][0]), "--grad-bins", str(bins), "--quiet", "--threads", "1"]
+        met = tmp_path / f"m{bins}.jsonl"
+        proc = run_cli([*base, "--model", str(tmp_path / f"n2-{bins}.h5"), "--metrics", str(met)], n=2)
+        assert proc.returncode == 0, proc.stderr
+        rounds = [json.loads(line) for line in met.read_text().splitlines() if '"round"' in line]
+        per_tree[bins] = [r["bytes_tree"] for r in rounds]
+        one = run_cli([*base, "--model", str(tmp_path / f"n1-{bins}.h5")])
+        assert one.returncode == 0, one.stderr
+        models[bins] = (Model.load(tmp_path / f"n1-{bins}.h5"), Model.load(tmp_path / f"n2-{bins}.h5"))
+    for bins, (a, b) in models.items():
+        assert a.to_json() == b.to_json(), bins
+    ratio = sum(per_tree[4]) / sum(per_tree[0])
+    assert ratio < 0.6, (per_tree, ratio)  # the histograms dominate the bytes; leaves and splits are small

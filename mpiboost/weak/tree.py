@@ -209,6 +209,7 @@ class TreeGrower:
         self.binary = _histogram.binary_columns(cols).astype(bool) if n and self.d else np.zeros(self.d, bool)
         self.criterion = GAINS.index(spec.split_gain)
         self.bytes_per_tree: list = []
+        self.narrow = False  # set per tree by grow(narrow=...)
         if spec.exchange == "reduce-scatter" and proto is not None:
             self._blocks = self._feature_blocks(proto.comm.size)
         else:
@@ -231,9 +232,19 @@ class TreeGrower:
         return bounds
 
     def _reduce(self, hist: np.ndarray) -> Optional[np.ndarray]:
-        """The global histogram where it is scanned: the center's full one, or this rank's block."""
+        """The global histogram where it is scanned: the center's full one, or this rank's block.
+
+        With :attr:`narrow` (small integers whose global sums are bounded below 2**31) the ranks'
+        histograms travel as int32: half the bytes, the same sums.
+        """
         if self.proto is None:
             return hist.copy()  # the caller reuses its buffer for the next node
+        if self.narrow:
+            out = self._reduce_wide(hist.astype(np.int32))
+            return None if out is None else out.astype(np.int64)
+        return self._reduce_wide(hist)
+
+    def _reduce_wide(self, hist: np.ndarray) -> Optional[np.ndarray]:
         if self._blocks is None:
             return self.proto.reduce_tree_histogram(hist)
         r = self.proto.comm.rank
@@ -286,7 +297,7 @@ class TreeGrower:
     def grow(self, gh: np.ndarray, K: int, g_scale: float, h_scale: float,
              leaf_value: Callable[[np.ndarray], np.ndarray], kind: str,
              subset: Optional[np.ndarray] = None, leaf_gh: Optional[np.ndarray] = None,
-             leaf_h_scale: Optional[float] = None) -> tuple[Tree, np.ndarray]:
+             leaf_h_scale: Optional[float] = None, narrow: bool = False) -> tuple[Tree, np.ndarray]:
         """One tree for this rank's fixed-point ``gh`` (n_local, 2K+1), the same on every rank.
 
         ``leaf_value(sums)`` maps a leaf's int64 channel sums to its V output values (computed
@@ -294,7 +305,10 @@ class TreeGrower:
         (sorted indices; e.g. one domain's). Returns the tree and each local row's leaf (-1 for a
         row outside ``subset``). ``leaf_gh`` (units of ``leaf_h_scale``): the channels the leaf values
         are summed from, when the tree is grown on others (quantized gradients); default ``gh``.
+        ``narrow``: the caller has bounded every channel's sum over all rows below 2**31 in absolute
+        value, so histograms travel as int32.
         """
+        self.narrow = bool(narrow)
         spec, C = self.spec, 2 * K + 1
         n = self.cols.shape[1]
         if gh.shape != (n, C):
