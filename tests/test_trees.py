@@ -442,3 +442,30 @@ def test_quantized_histograms_travel_in_half_the_bytes(files, tmp_path):
         assert a.to_json() == b.to_json(), bins
     ratio = sum(per_tree[4]) / sum(per_tree[0])
     assert ratio < 0.6, (per_tree, ratio)  # the histograms dominate the bytes; leaves and splits are small
+
+
+def test_packed_gradient_and_hessian_words_add_exactly():
+    """pack_sums / unpack_sums against plain int64 sums: rows split over 'ranks' at random, words summed in int32
+    in any order, at the bounds the packing allows (|sum g| up to 2**15 - 1, sum h up to 2**16 - 1)."""
+    from mpiboost.weak.tree import pack_sums, unpack_sums
+
+    rng = np.random.default_rng(8)
+    B = 4
+    for K, rows in ((1, 16383), (3, 5000), (1, 1)):  # rows * B < 2**16
+        g = rng.integers(-B // 2, B // 2 + 1, (rows, K))
+        if rows > 1:
+            g[:, 0] = -B // 2  # the most negative sum the bound allows
+        h = rng.integers(0, B + 1, (rows, K))
+        h[:, -1] = B  # the largest hessian sum
+        gh = np.concatenate([g, h, np.ones((rows, 1), dtype=np.int64)], axis=1)
+        slots = rng.integers(0, 7, rows)  # rows fall in 7 histogram slots
+        ranks = rng.integers(0, 4, rows)
+        want = np.zeros((7, 2 * K + 1), dtype=np.int64)
+        np.add.at(want, slots, gh)
+        total = np.zeros((7, K + 1), dtype=np.int32)
+        for r in rng.permutation(4):  # each rank's histogram packed, then the words added in int32
+            part = np.zeros((7, 2 * K + 1), dtype=np.int64)
+            np.add.at(part, slots[ranks == r], gh[ranks == r])
+            total += pack_sums(part)
+        np.testing.assert_array_equal(unpack_sums(total), want)
+        assert want[:, :K].min() >= -(2**15) and want[:, K:2 * K].max() < 2**16

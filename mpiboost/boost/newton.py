@@ -105,7 +105,7 @@ class NewtonBoost:
         if self.grad_bins:
             gq, g_scale, h_scale = self.quantized(t)
             # |sum g| <= n B / 2, sum h <= n B, count <= n over all n rows: int32 sums when n B < 2**31
-            narrow = int(self.data.n_global) * self.grad_bins < 2**31 - 1
+            narrow = self.grad_bins if int(self.data.n_global) * self.grad_bins < 2**31 - 1 else 0
             tree, leaf = self.grower.grow(gq, K, g_scale, h_scale, leaf_value, "real", leaf_gh=self.gh, leaf_h_scale=sc,
                                           narrow=narrow)
         else:

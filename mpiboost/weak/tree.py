@@ -209,7 +209,7 @@ class TreeGrower:
         self.binary = _histogram.binary_columns(cols).astype(bool) if n and self.d else np.zeros(self.d, bool)
         self.criterion = GAINS.index(spec.split_gain)
         self.bytes_per_tree: list = []
-        self.narrow = False  # set per tree by grow(narrow=...)
+        self.narrow = 0  # set per tree by grow(narrow=...)
         if spec.exchange == "reduce-scatter" and proto is not None:
             self._blocks = self._feature_blocks(proto.comm.size)
         else:
@@ -231,18 +231,26 @@ class TreeGrower:
         bounds = np.maximum.accumulate(np.minimum(np.array(bounds), self.d))
         return bounds
 
-    def _reduce(self, hist: np.ndarray) -> Optional[np.ndarray]:
+    def _reduce(self, hist: np.ndarray, rows: Optional[int] = None) -> Optional[np.ndarray]:
         """The global histogram where it is scanned: the center's full one, or this rank's block.
 
-        With :attr:`narrow` (small integers whose global sums are bounded below 2**31) the ranks'
-        histograms travel as int32: half the bytes, the same sums.
+        With :attr:`narrow` = B (integers of at most B levels, whose sums over all rows are bounded
+        below 2**31) the ranks' histograms travel as int32: half the bytes, the same sums; a node of
+        ``rows`` global rows with ``rows * B < 2**16`` packs each class's two sums in one int32.
         """
         if self.proto is None:
             return hist.copy()  # the caller reuses its buffer for the next node
+        if self.narrow and rows is not None and rows * self.narrow < 2**16:
+            return self._reduce_packed(hist)
         if self.narrow:
             out = self._reduce_wide(hist.astype(np.int32))
             return None if out is None else out.astype(np.int64)
         return self._reduce_wide(hist)
+
+    def _reduce_packed(self, hist: np.ndarray) -> Optional[np.ndarray]:
+        """A node of ``rows`` rows with ``rows * B < 2**16``: :func:`pack_sums` words, a third fewer bytes."""
+        out = self._reduce_wide(pack_sums(hist))
+        return None if out is None else unpack_sums(out)
 
     def _reduce_wide(self, hist: np.ndarray) -> Optional[np.ndarray]:
         if self._blocks is None:
@@ -297,7 +305,7 @@ class TreeGrower:
     def grow(self, gh: np.ndarray, K: int, g_scale: float, h_scale: float,
              leaf_value: Callable[[np.ndarray], np.ndarray], kind: str,
              subset: Optional[np.ndarray] = None, leaf_gh: Optional[np.ndarray] = None,
-             leaf_h_scale: Optional[float] = None, narrow: bool = False) -> tuple[Tree, np.ndarray]:
+             leaf_h_scale: Optional[float] = None, narrow: int = 0) -> tuple[Tree, np.ndarray]:
         """One tree for this rank's fixed-point ``gh`` (n_local, 2K+1), the same on every rank.
 
         ``leaf_value(sums)`` maps a leaf's int64 channel sums to its V output values (computed
@@ -305,10 +313,11 @@ class TreeGrower:
         (sorted indices; e.g. one domain's). Returns the tree and each local row's leaf (-1 for a
         row outside ``subset``). ``leaf_gh`` (units of ``leaf_h_scale``): the channels the leaf values
         are summed from, when the tree is grown on others (quantized gradients); default ``gh``.
-        ``narrow``: the caller has bounded every channel's sum over all rows below 2**31 in absolute
-        value, so histograms travel as int32.
+        ``narrow`` = B: ``gh`` holds gradients in ``[-B/2, B/2]``, hessians in ``[0, B]`` and counts 1, and
+        the caller has bounded every channel's sum over all rows below 2**31, so histograms travel as
+        int32 (packed for small nodes, see :meth:`_reduce`); 0: int64.
         """
-        self.narrow = bool(narrow)
+        self.narrow = int(narrow)
         spec, C = self.spec, 2 * K + 1
         n = self.cols.shape[1]
         if gh.shape != (n, C):
@@ -382,7 +391,7 @@ class TreeGrower:
                 _tree.node_histogram_rows(self.XR, gh, rows, s_lo, s_hi, self.off, local)
             else:
                 _tree.node_histogram(cols, gh, rows, s_lo, s_hi, self.off, local, False, self.binary)
-            h_small = self._reduce(local)
+            h_small = self._reduce(local, rows=min(nl, nr))
             parent = hists.pop(node)
             best.pop(node)
             if h_small is not None:
@@ -421,6 +430,33 @@ class TreeGrower:
             return 0
         b = self.proto.comm.bytes
         return int(b.sent + b.received)
+
+
+def pack_sums(hist: np.ndarray) -> np.ndarray:
+    """Channels ``(g_1..g_K, h_1..h_K, count)`` as int32 words ``(g_k * 2**16 + h_k, count)``.
+
+    For integer gradients and hessians with ``0 <= sum h < 2**16`` and ``|sum g| < 2**15`` over the
+    rows summed: every partial sum of words (over ranks, in any order) is then the word of the
+    partial sums, inside int32, so the words add exactly and :func:`unpack_sums` reads the sums back.
+    """
+    C = hist.shape[1]
+    K = (C - 1) // 2
+    words = np.empty((hist.shape[0], K + 1), dtype=np.int32)
+    words[:, :K] = hist[:, :K] * 65536 + hist[:, K:2 * K]
+    words[:, K] = hist[:, 2 * K]
+    return words
+
+
+def unpack_sums(words: np.ndarray) -> np.ndarray:
+    """The int64 channels of summed :func:`pack_sums` words."""
+    K = words.shape[1] - 1
+    w = words[:, :K].astype(np.int64)
+    h = w & 0xFFFF
+    out = np.empty((words.shape[0], 2 * K + 1), dtype=np.int64)
+    out[:, :K] = (w - h) >> 16
+    out[:, K:2 * K] = h
+    out[:, 2 * K] = words[:, K]
+    return out
 
 
 # ------------------------------------------------------------------ learners
