@@ -278,6 +278,13 @@ class Protocol:
             total, top, _ = self.comm.allreduce_exact(counts, bits)
         return total, float(top.view(np.float64)[0])
 
+    def reduce_maxima(self, values: np.ndarray) -> np.ndarray:
+        """Global maxima of floats ``>= 0`` (e.g. the round's largest gradient and hessian), in one collective."""
+        bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)  # they order like the doubles
+        with self.comm.primitive("reduce_stats"):
+            _, top, _ = self.comm.allreduce_exact(maxima=bits)
+        return top.view(np.float64)
+
     def reduce_max(self, value: float) -> float:
         with self.comm.primitive("reduce_stats"):
             return self.comm.allreduce_max(float(value))

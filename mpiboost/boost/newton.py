@@ -130,10 +130,7 @@ class NewtonBoost:
         K, sc, B = self.K, self.scale, self.grad_bins
         g = self.gh[:, :K] * sc  # this row's fixed-point gradient and hessian, as doubles (exact)
         h = self.gh[:, K:2 * K] * sc
-        local = np.array([np.abs(g).max(initial=0.0), h.max(initial=0.0)])
-        _, top, _ = self.proto.comm.allreduce_exact(maxima=local.view(np.int64)) if self.proto is not None \
-            else (None, local.view(np.int64), None)
-        g_max, h_max = top.view(np.float64)
+        g_max, h_max = self.proto.reduce_maxima(np.array([np.abs(g).max(initial=0.0), h.max(initial=0.0)]))
         g_scale = g_max / (B / 2.0) if g_max > 0 else 1.0
         h_scale = h_max / B if h_max > 0 else 1.0
         n = self.gh.shape[0]
