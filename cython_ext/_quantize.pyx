@@ -47,6 +47,12 @@ cdef inline double _uniform(uint64_t seed, uint64_t rnd, uint64_t row, uint64_t 
     return <double>(z >> 11) * (1.0 / 9007199254740992.0)  # the top 53 bits: a multiple of 2**-53 in [0, 1)
 
 
+cdef inline double _staged(uint64_t zr, uint64_t stream) noexcept nogil:
+    """:func:`_uniform` from its key mixed up to the row (``zr``): the same number."""
+    cdef uint64_t z = _mix(zr ^ (stream * _K_STREAM))
+    return <double>(z >> 11) * (1.0 / 9007199254740992.0)
+
+
 def uniform(uint64_t seed, uint64_t rnd, uint64_t row, uint64_t stream) -> float:
     """The uniform number in ``[0, 1)`` of ``(seed, round, global row, stream)`` (a multiple of ``2**-53``)."""
     return _uniform(seed, rnd, row, stream)
@@ -54,7 +60,7 @@ def uniform(uint64_t seed, uint64_t rnd, uint64_t row, uint64_t stream) -> float
 
 def quantize(const double[::1] g, const double[::1] h, double g_scale, double h_scale, uint64_t seed,
              uint64_t rnd, int64_t first_row, uint64_t stream, qint_t[::1] qg, qint_t[::1] qh,
-             bint constant_hessian=False, int threads=1):
+             bint constant_hessian=False, int threads=1, int64_t g_bound=0, int64_t h_bound=0):
     """Stochastic rounding of this rank's rows: ``qg[i] = floor(g[i] * (1 / g_scale) + u_i)``, likewise ``qh``.
 
     The scales must bound the integers by the output type (``|g| / g_scale`` below ``2**15 - 1`` for int16).
@@ -75,6 +81,9 @@ def quantize(const double[::1] g, const double[::1] h, double g_scale, double h_
         Every ``h`` is the same: ``qh`` is 1 (``h_scale`` is that hessian) and draws nothing.
     threads
         OpenMP threads (the result does not depend on them).
+    g_bound, h_bound
+        When positive, ``|qg| <= g_bound`` and ``qh <= h_bound`` (a value a rounding error above the
+        bound would otherwise round up past it): the packed histograms' field widths rely on them.
     """
     cdef idx_t n = g.shape[0], i
     cdef double x
@@ -86,9 +95,63 @@ def quantize(const double[::1] g, const double[::1] h, double g_scale, double h_
     cdef uint64_t sg = 2 * stream, sh = 2 * stream + 1
     for i in prange(n, nogil=True, schedule="static", num_threads=max(1, threads)):
         x = g[i] * gi
-        qg[i] = <qint_t> floor(x + _uniform(seed, rnd, <uint64_t>(first_row + i), sg))
+        x = floor(x + _uniform(seed, rnd, <uint64_t>(first_row + i), sg))
+        if g_bound > 0:
+            x = min(max(x, <double> -g_bound), <double> g_bound)
+        qg[i] = <qint_t> x
         if constant_hessian:
             qh[i] = 1
         else:
-            x = h[i] * hi
-            qh[i] = <qint_t> floor(x + _uniform(seed, rnd, <uint64_t>(first_row + i), sh))
+            x = floor(h[i] * hi + _uniform(seed, rnd, <uint64_t>(first_row + i), sh))
+            if h_bound > 0:
+                x = min(x, <double> h_bound)
+            qh[i] = <qint_t> x
+
+
+def unit_maxima(const int64_t[:, ::1] gh, int K):
+    """``(max |g|, max h)`` over this rank's rows and classes of fixed-point channels ``gh`` (n, 2K+1), in units."""
+    cdef idx_t n = gh.shape[0], i, k
+    cdef int64_t gm = 0, hm = 0, a
+    if gh.shape[1] != 2 * K + 1:
+        raise ValueError("gh must be (n, 2K + 1)")
+    with nogil:
+        for i in range(n):
+            for k in range(K):
+                a = gh[i, k]
+                if a < 0:
+                    a = -a
+                if a > gm:
+                    gm = a
+                if gh[i, K + k] > hm:
+                    hm = gh[i, K + k]
+    return int(gm), int(hm)
+
+
+def quantize_units(const int64_t[:, ::1] gh, int K, double unit, double g_scale, double h_scale, uint64_t seed,
+                   uint64_t rnd, int64_t first_row, int64_t g_bound, int64_t h_bound, int64_t[:, ::1] out,
+                   int threads=1):
+    """:func:`quantize` of every class of fixed-point channels at once: ``out[i] = (qg_1..qg_K, qh_1..qh_K, 1)``
+    of ``g = gh[i, k] * unit`` and ``h = gh[i, K + k] * unit`` (exact doubles: units below 2**53), class k
+    drawing from streams ``2k`` and ``2k + 1``; the same integers as :func:`quantize` class by class."""
+    cdef idx_t n = gh.shape[0], i, k
+    cdef double x, gi, hi
+    if gh.shape[1] != 2 * K + 1 or out.shape[0] != n or out.shape[1] != 2 * K + 1:
+        raise ValueError("gh and out must be (n, 2K + 1)")
+    if not (g_scale > 0 and h_scale > 0):
+        raise ValueError("the scales must be positive")
+    cdef uint64_t base = _mix(_mix(seed * _GOLDEN + 1) ^ (rnd * _K_ROUND)), zr
+    gi = 1.0 / g_scale
+    hi = 1.0 / h_scale
+    for i in prange(n, nogil=True, schedule="static", num_threads=max(1, threads)):
+        # _uniform's key mixed in stages: (seed, round) once per call, the row once per row
+        zr = _mix(base ^ (<uint64_t>(first_row + i) * _K_ROW))
+        for k in range(K):
+            x = floor((gh[i, k] * unit) * gi + _staged(zr, <uint64_t>(2 * k)))
+            if g_bound > 0:
+                x = min(max(x, <double> -g_bound), <double> g_bound)
+            out[i, k] = <int64_t> x
+            x = floor((gh[i, K + k] * unit) * hi + _staged(zr, <uint64_t>(2 * k + 1)))
+            if h_bound > 0:
+                x = min(x, <double> h_bound)
+            out[i, K + k] = <int64_t> x
+        out[i, 2 * K] = 1

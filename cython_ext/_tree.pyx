@@ -18,6 +18,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport ldexp, llrint, fabs
 
+from _prefetch cimport mb_prefetch
 from _superacc cimport mb_get_max_threads
 from _typedefs cimport bin_t, fixed_t, idx_t, MISSING_BIN
 
@@ -546,13 +547,15 @@ def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int f
     if not 0 <= lo <= hi <= rows.shape[0] or scratch.shape[0] < hi - lo or not 0 <= feature < XT.shape[0]:
         raise ValueError("out of bounds")
     cdef const bin_t* col = &XT[feature, 0]
-    nt = max(1, min(mb_get_max_threads(), n // 65536))
+    nt = max(1, min(mb_get_max_threads(), n // 16384))
     if nt == 1:
         with nogil:
             a = lo
             m = 0
             for r in range(lo, hi):
                 i = rows[r]
+                if r + 32 < hi:
+                    mb_prefetch(col + rows[r + 32])
                 if _goes_left(col[i], bin, missing_left):
                     rows[a] = i  # a <= r: a row already read
                     a = a + 1
@@ -571,6 +574,8 @@ def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int f
         c1 = lo + (t + 1) * n // nt
         m = 0
         for r in range(c0, c1):
+            if r + 32 < c1:
+                mb_prefetch(col + rows[r + 32])
             side[r - lo] = _goes_left(col[rows[r]], bin, missing_left)
             m = m + side[r - lo]
         lefts[t + 1] = m

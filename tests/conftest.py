@@ -55,6 +55,17 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.line(f"{outcome.upper():8s} {nodeid}")
 
 
+@pytest.fixture(params=[1, 2, 3])
+def threads(request):
+    """The kernels' OpenMP thread count for one test: 1, 2 and 3 (results must not depend on it)."""
+    from mpiboost._ext import _openmp
+
+    before = _openmp.get_max_threads()
+    _openmp.set_num_threads(request.param)
+    yield request.param
+    _openmp.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def datasets():
     """The public data sets folder (:func:`mpi_util.find_datasets`).

@@ -95,3 +95,41 @@ def test_bad_inputs_are_refused():
         _quantize.quantize(g, np.zeros(2), 1.0, 1.0, 0, 0, 0, 0, out, out)
     with pytest.raises(ValueError):
         _quantize.quantize(g, g, 0.0, 1.0, 0, 0, 0, 0, out, out)
+
+
+@pytest.mark.parametrize("K", [1, 3])
+def test_quantize_units_is_quantize_class_by_class(K):
+    """The fused kernel the boosters call (every class of the fixed-point channels at once, the key mixed in
+    stages) gives the integers of :func:`quantize` class by class, and its maxima are numpy's."""
+    rng = np.random.default_rng(K)
+    n, shift, B = 2501, 40, 16
+    gh = np.zeros((n, 2 * K + 1), dtype=np.int64)
+    gh[:, :K] = rng.integers(-(2**shift), 2**shift, (n, K))
+    gh[:, K:2 * K] = rng.integers(0, 2**shift // 4, (n, K))
+    gh[:, 2 * K] = 1
+    unit = 2.0 ** -shift
+    gm, hm = _quantize.unit_maxima(gh, K)
+    assert gm == np.abs(gh[:, :K]).max() and hm == gh[:, K:2 * K].max()
+    g_scale, h_scale = gm * unit / (B / 2), hm * unit / B
+    for threads in (1, 3):
+        out = np.empty_like(gh)
+        _quantize.quantize_units(gh, K, unit, g_scale, h_scale, 9, 4, 77, B // 2, B, out, threads=threads)
+        assert (out[:, 2 * K] == 1).all()
+        for k in range(K):
+            qg, qh = np.empty(n, np.int32), np.empty(n, np.int32)
+            _quantize.quantize(gh[:, k] * unit, gh[:, K + k] * unit, g_scale, h_scale, 9, 4, 77, k, qg, qh,
+                               g_bound=B // 2, h_bound=B)
+            np.testing.assert_array_equal(out[:, k], qg)
+            np.testing.assert_array_equal(out[:, K + k], qh)
+        assert np.abs(out[:, :K]).max() <= B // 2 and out[:, K:2 * K].max() <= B
+
+
+def test_bounds_clamp_the_integers():
+    """The packed histograms' field widths rely on |qg| <= g_bound and qh <= h_bound: a value past the bound
+    (in use only a rounding error past it, g_max * (1 / g_scale) > B/2) is clamped, not rounded up past it."""
+    g = np.array([2.7, -2.7] * 32)
+    qg, qh = np.empty(64, np.int32), np.empty(64, np.int32)
+    _quantize.quantize(g, np.full(64, 4.5), 1.0, 1.0, 0, 0, 0, 0, qg, qh)
+    assert qg.max() == 3 and qg.min() == -3 and qh.max() == 5  # unbounded: past the bounds below
+    _quantize.quantize(g, np.full(64, 4.5), 1.0, 1.0, 0, 0, 0, 0, qg, qh, g_bound=2, h_bound=4)
+    assert qg.max() == 2 and qg.min() == -2 and qh.max() == 4

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from mpiboost._ext import _openmp, _tree
+from mpiboost._ext import _tree
 from mpiboost.weak.tree import Tree, TreeGrower, TreeSpec, flatten, gh_shift, resolve_splits, stump_tree
 
 MISSING = 255
@@ -45,14 +45,6 @@ def _hist_ref(X, gh, rows, nb):
             h[nb[j] if b == MISSING else b] += gh[i]
         out.append(h)
     return np.concatenate(out) if out else np.zeros((0, C), dtype=np.int64)
-
-
-@pytest.fixture(params=[1, 2, 3])
-def threads(request):
-    before = _openmp.get_max_threads()
-    _openmp.set_num_threads(request.param)
-    yield request.param
-    _openmp.set_num_threads(before)
 
 
 @pytest.mark.parametrize("n,d,K,skew", [(0, 3, 1, False), (1, 1, 1, False), (500, 4, 1, False), (3000, 7, 3, True),

@@ -31,7 +31,13 @@ from .._ext import _tree
 from ..weak.tree import TreeGrower, TreeSpec, gh_shift
 from .base import Hypothesis
 
-MIN_FRACTION = 1e-15  # a class absent from the training rows starts at log(1e-15), not -inf
+MIN_FRACTION = 1e-15
+
+
+def _threads() -> int:
+    from .._ext import _openmp
+
+    return int(_openmp.get_max_threads())  # a class absent from the training rows starts at log(1e-15), not -inf
 
 
 class NewtonBoost:
@@ -78,6 +84,7 @@ class NewtonBoost:
         else:
             self.init = np.array([math.log(max(int(c) / total, MIN_FRACTION)) for c in counts])
         self._cache = None  # (tree, each local row's leaf) of the tree last grown
+        self._q = None  # the quantized channels (grad_bins), reused every round
         self.started = False  # a tree (holding the start in its leaves) was added
 
     def gradients(self) -> None:
@@ -104,10 +111,8 @@ class NewtonBoost:
 
         if self.grad_bins:
             gq, g_scale, h_scale = self.quantized(t)
-            # |sum g| <= n B / 2, sum h <= n B, count <= n over all n rows: int32 sums when n B < 2**31
-            narrow = self.grad_bins if int(self.data.n_global) * self.grad_bins < 2**31 - 1 else 0
             tree, leaf = self.grower.grow(gq, K, g_scale, h_scale, leaf_value, "real", leaf_gh=self.gh, leaf_h_scale=sc,
-                                          narrow=narrow)
+                                          grad_bins=self.grad_bins, n_rows=int(self.data.n_global))
         else:
             tree, leaf = self.grower.grow(self.gh, K, sc, sc, leaf_value, "real")
         if tree.n_leaves < 2 and not first:
@@ -128,20 +133,15 @@ class NewtonBoost:
         from .._ext import _quantize
 
         K, sc, B = self.K, self.scale, self.grad_bins
-        g = self.gh[:, :K] * sc  # this row's fixed-point gradient and hessian, as doubles (exact)
-        h = self.gh[:, K:2 * K] * sc
-        g_max, h_max = self.proto.reduce_maxima(np.array([np.abs(g).max(initial=0.0), h.max(initial=0.0)]))
+        g_units, h_units = _quantize.unit_maxima(self.gh, K)
+        g_max, h_max = self.proto.reduce_maxima(np.array([g_units * sc, h_units * sc]))  # exact: units < 2**53
         g_scale = g_max / (B / 2.0) if g_max > 0 else 1.0
         h_scale = h_max / B if h_max > 0 else 1.0
-        n = self.gh.shape[0]
-        out = np.zeros((n, 2 * K + 1), dtype=np.int64)
-        out[:, 2 * K] = 1
-        qg, qh = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
-        for k in range(K):
-            _quantize.quantize(np.ascontiguousarray(g[:, k]), np.ascontiguousarray(h[:, k]), g_scale, h_scale,
-                               self.seed, int(t), int(self.data.start), k, qg, qh)
-            out[:, k], out[:, K + k] = qg, qh
-        return out, g_scale, h_scale
+        if self._q is None:
+            self._q = np.empty_like(self.gh)
+        _quantize.quantize_units(self.gh, K, sc, g_scale, h_scale, self.seed, int(t), int(self.data.start),
+                                 (B + 1) // 2, B, self._q, threads=_threads())
+        return self._q, g_scale, h_scale
 
     def apply(self, h: Hypothesis) -> int:
         """Add the tree to the scores; the global count of training rows now misclassified."""

@@ -13,7 +13,9 @@ each with a 100k-row test set. Configurations, T = --rounds trees of --leaves le
 * mpiboost ``train --algo adaboost --loss logistic --weak-learner tree`` as ``-n 1 x threads``
   and ``-n 2 x threads/2`` (histograms reduced to the center, and reduce-scatter), timed from its
   metrics summary (load + binning + rounds) and as a whole process;
-* LightGBM (``num_leaves``, ``max_depth``), XGBoost (``hist``, ``grow_policy=lossguide``,
+* mpiboost again with ``--grad-bins B`` (quantized gradients; --grad-bins, default 4; 0: not run);
+* LightGBM (``num_leaves``, ``max_depth``), LightGBM with ``use_quantized_grad=True`` (its defaults
+  otherwise: 4 gradient bins, no leaf renewal), XGBoost (``hist``, ``grow_policy=lossguide``,
   ``max_leaves``), scikit-learn ``HistGradientBoostingClassifier`` (``max_leaf_nodes``, no early
   stopping), each in a fresh process reading the same HDF5 file.
 
@@ -43,7 +45,7 @@ from bench_train import last_summary  # noqa: E402
 from benchutil import find_mpiexec, load_line, make_workdir, run_cmd  # noqa: E402
 
 TEST_ROWS = 100_000
-PEERS = ("lightgbm", "xgboost", "sklearn")
+PEERS = ("lightgbm", "lightgbm-q", "xgboost", "sklearn")
 
 
 def _peak_rss() -> int:
@@ -57,7 +59,7 @@ def peer_worker(args) -> None:
 
     clock = time.perf_counter
     name = args.peer_worker
-    if name == "lightgbm":
+    if name.startswith("lightgbm"):
         import lightgbm as lib
     elif name == "xgboost":
         import xgboost as lib
@@ -69,9 +71,11 @@ def peer_worker(args) -> None:
         X, y = f["X"][...], f["y"][...]
     label = (y > 0).astype(np.float32)
     t1 = clock()
-    if name == "lightgbm":
+    if name.startswith("lightgbm"):
         params = {"objective": "binary", "num_leaves": args.leaves, "max_depth": args.depth or -1, "max_bin": 255,
                   "num_threads": args.threads, "verbose": -1, "seed": 0, "learning_rate": 0.1}
+        if name == "lightgbm-q":  # quantized training with LightGBM's own defaults (4 bins, no leaf renewal)
+            params["use_quantized_grad"] = True
         ds = lib.Dataset(X, label=label, params=params)
         ds.construct()
         t2 = clock()
@@ -96,7 +100,7 @@ def peer_worker(args) -> None:
     peak = _peak_rss()
     with h5py.File(args.test, "r") as f:
         Xt, yt = f["X"][...], f["y"][...]
-    if name == "lightgbm":
+    if name.startswith("lightgbm"):
         p = model.predict(Xt)
     elif name == "xgboost":
         p = model.predict(lib.DMatrix(Xt))
@@ -113,6 +117,8 @@ def make_data(args, workdir: str, mpiboost: list) -> dict:
 
     out = {}
     for name, n in (("ls", args.n_ls), ("dense", args.n_dense)):
+        if name not in args.sets:
+            continue
         paths = []
         for rows, seed, tag in ((n, 1, "train"), (TEST_ROWS, 2, "test")):
             path = os.path.join(workdir, f"{name}_{tag}_n{rows}.h5")
@@ -135,7 +141,8 @@ def make_data(args, workdir: str, mpiboost: list) -> dict:
     return out
 
 
-def run_ours(args, mpiexec: str, train: str, test: str, ranks: int, threads: int, exchange: str, tag: str) -> dict:
+def run_ours(args, mpiexec: str, train: str, test: str, ranks: int, threads: int, exchange: str, tag: str,
+             grad_bins: int = 0) -> dict:
     model = os.path.join(args.workdir, f"model_{tag}.h5")
     metrics = os.path.join(args.workdir, f"metrics_{tag}.jsonl")
     for p in (model, metrics):
@@ -145,6 +152,8 @@ def run_ours(args, mpiexec: str, train: str, test: str, ranks: int, threads: int
            "logistic", "--weak-learner", "tree", "--max-leaves", str(args.leaves), "--max-depth", str(args.depth),
            "--tree-exchange", exchange, "--data", train, "--rounds", str(args.rounds), "--model", model,
            "--threads", str(threads), "--quiet", "--metrics", metrics]
+    if grad_bins:
+        cmd += ["--grad-bins", str(grad_bins)]
     wall, out, err, rc = run_cmd(cmd, args.timeout)
     if rc:
         return {"error": (err or out)[-1500:], "command": shlex.join(cmd)}
@@ -188,6 +197,10 @@ def main() -> None:
     ap.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "mpiboost-bench-trees"))
     ap.add_argument("--mpiexec", default=None)
     ap.add_argument("--timeout", type=float, default=3600)
+    ap.add_argument("--grad-bins", type=int, default=4,
+                    help="also run mpiboost with --grad-bins this (0: only the full-precision runs)")
+    ap.add_argument("--sets", nargs="+", default=["ls", "dense"], choices=["ls", "dense"])
+    ap.add_argument("--only", default=None, help="run only the configurations whose name contains this")
     ap.add_argument("--json")
     ap.add_argument("--peer-worker", choices=PEERS, help=argparse.SUPPRESS)
     ap.add_argument("--train", help=argparse.SUPPRESS)
@@ -200,17 +213,25 @@ def main() -> None:
     make_workdir(args.workdir)
     data = make_data(args, args.workdir, [sys.executable, "-m", "mpiboost"])
     half = max(1, args.threads // 2)
-    configs = [("mpiboost -n 1", ("ours", 1, args.threads, "center")),
-               ("mpiboost -n 2 center", ("ours", 2, half, "center")),
-               ("mpiboost -n 2 reduce-scatter", ("ours", 2, half, "reduce-scatter"))]
+    configs = [("mpiboost -n 1", ("ours", 1, args.threads, "center", 0)),
+               ("mpiboost -n 2 center", ("ours", 2, half, "center", 0)),
+               ("mpiboost -n 2 reduce-scatter", ("ours", 2, half, "reduce-scatter", 0))]
+    if args.grad_bins:
+        q = args.grad_bins
+        configs += [(f"mpiboost -n 1 q{q}", ("ours", 1, args.threads, "center", q)),
+                    (f"mpiboost -n 2 center q{q}", ("ours", 2, half, "center", q)),
+                    (f"mpiboost -n 2 r-s q{q}", ("ours", 2, half, "reduce-scatter", q))]
     configs += [(p, ("peer", p)) for p in PEERS]
+    if args.only:
+        configs = [c for c in configs if args.only in c[0] or c[0] == "lightgbm"]
     report = {"load_before": load_line(), "data": {}}
     for dname, (train, test) in data.items():
         runs = {name: [] for name, _ in configs}
         for k in range(args.repeat):
             for name, cfg in configs:
                 if cfg[0] == "ours":
-                    r = run_ours(args, mpiexec, train, test, cfg[1], cfg[2], cfg[3], f"{dname}_{k}_{cfg[1]}_{cfg[3]}")
+                    r = run_ours(args, mpiexec, train, test, cfg[1], cfg[2], cfg[3],
+                                 f"{dname}_{k}_{cfg[1]}_{cfg[3]}_{cfg[4]}", cfg[4])
                 else:
                     r = run_peer(args, cfg[1], train, test, args.threads)
                 runs[name].append(r)
