@@ -19,20 +19,13 @@ features.
 """
 import numpy as np
 cimport numpy as cnp
-from cython.parallel cimport prange
 from libc.stdint cimport int64_t
-from libc.string cimport memset
 
-from _prefetch cimport mb_prefetch
 from _superacc cimport mb_get_max_threads
-from _typedefs cimport bin_t, idx_t, MISSING_BIN
+from _typedefs cimport bin_t, idx_t
+from _word_kernels cimport unpack_core, word_histogram_core
 
 cnp.import_array()
-
-cdef enum:
-    PREFETCH = 16  # rows ahead: a scattered node's next bins are requested while this row is added
-    BLOCK = 4096  # rows per block: their words (32 KiB) stay in L1/L2 while every feature is read
-
 
 def word_fields(n, g_max, h_max):
     """``(wh, wc)``: the hessian and count field widths of words summing at most ``n`` rows with
@@ -78,177 +71,30 @@ def pack(const int64_t[:, ::1] q, int K, int wh, int wc, int64_t[:, ::1] words):
 def unpack(const int64_t[:, ::1] dense, const long long[::1] off, int K, int wh, int wc, int64_t[:, ::1] out):
     """The channels ``(G_1..G_K, H_1..H_K, N)`` (P, 2K+1) in packed-offset layout (``off``; each feature's
     missing slot last) of a dense word histogram ``dense`` (d * 256, K)."""
-    cdef idx_t d = off.shape[0] - 1, j, b, nb, s, k
-    cdef int64_t w, low, mh = ((<int64_t> 1) << wh) - 1, mc = ((<int64_t> 1) << wc) - 1
+    cdef idx_t d = off.shape[0] - 1
     if dense.shape[0] != d * 256 or dense.shape[1] != K or out.shape[0] != off[d] or out.shape[1] != 2 * K + 1:
         raise ValueError("shape mismatch")
-    with nogil:
-        for j in range(d):
-            nb = off[j + 1] - off[j] - 1
-            for b in range(nb + 1):
-                s = j * 256 + (b if b < nb else MISSING_BIN)
-                for k in range(K):
-                    w = dense[s, k]
-                    low = w & (((<int64_t> 1) << (wh + wc)) - 1)
-                    out[off[j] + b, k] = (w - low) >> (wh + wc)  # exact: w - low is a multiple of 2**(wh+wc)
-                    out[off[j] + b, K + k] = (low >> wc) & mh
-                    if k == 0:
-                        out[off[j] + b, 2 * K] = low & mc
+    if out.shape[0]:
+        with nogil:
+            unpack_core(&dense[0, 0], &off[0], d, K, wh, wc, &out[0, 0])
     return out
 
 
-cdef void _gather(const int64_t* words, idx_t K, const idx_t* rows, bint identity, idx_t lo, idx_t hi,
-                  int64_t* buf) noexcept nogil:
-    """The words of rows ``rows[lo:hi]`` (or ``lo .. hi-1``) in that order."""
-    cdef idx_t r, k, i
-    for r in range(lo, hi):
-        i = r if identity else rows[r]
-        for k in range(K):
-            buf[(r - lo) * K + k] = words[i * K + k]
-
-
-cdef void _four(const bin_t* XT, idx_t n_all, const int64_t* buf, const idx_t* rows, bint identity, idx_t lo,
-               idx_t hi, int64_t* h, idx_t j0, idx_t j1, idx_t j2, idx_t j3) noexcept nogil:
-    """Four features in one pass over the rows: one word load feeds four independent updates. Scalar
-    locals, not arrays of pointers: Python extensions build with -fno-strict-aliasing, so a pointer kept
-    in memory would be reloaded after every store."""
-    cdef const bin_t* c0 = XT + j0 * n_all
-    cdef const bin_t* c1 = XT + j1 * n_all
-    cdef const bin_t* c2 = XT + j2 * n_all
-    cdef const bin_t* c3 = XT + j3 * n_all
-    cdef int64_t* t0 = h + j0 * 256
-    cdef int64_t* t1 = h + j1 * 256
-    cdef int64_t* t2 = h + j2 * 256
-    cdef int64_t* t3 = h + j3 * 256
-    cdef int64_t w
-    cdef idx_t r, i, k
-    if identity:
-        for r in range(lo, hi):
-            w = buf[r - lo]
-            t0[c0[r]] += w
-            t1[c1[r]] += w
-            t2[c2[r]] += w
-            t3[c3[r]] += w
-    else:
-        for r in range(lo, hi):
-            i = rows[r]
-            if r + PREFETCH < hi:
-                k = rows[r + PREFETCH]
-                mb_prefetch(c0 + k)
-                mb_prefetch(c1 + k)
-                mb_prefetch(c2 + k)
-                mb_prefetch(c3 + k)
-            w = buf[r - lo]
-            t0[c0[i]] += w
-            t1[c1[i]] += w
-            t2[c2[i]] += w
-            t3[c3[i]] += w
-
-
-cdef void _cols1(const bin_t* XT, idx_t n_all, const int64_t* buf, const idx_t* rows, bint identity, idx_t lo,
-                 idx_t hi, int64_t* h, const idx_t* feats, idx_t nf, const unsigned char* binary) noexcept nogil:
-    """K = 1: rows [lo, hi) (their words ``buf[0 .. hi-lo)``) of features ``feats[:nf]`` into the dense
-    histogram ``h`` (d x 256): general features four at a time, 0/1 ones as masked sums."""
-    cdef idx_t q = 0, r, i, k, j, ng = 0
-    cdef const bin_t* c
-    cdef int64_t* t
-    cdef int64_t tot = 0, ones
-    cdef idx_t gen[4]
-    for r in range(hi - lo):
-        tot += buf[r]
-    while q < nf:
-        j = feats[q]
-        q += 1
-        if binary[j]:
-            ones = 0
-            c = XT + j * n_all
-            if identity:
-                for r in range(lo, hi):
-                    ones += buf[r - lo] & (-(<int64_t> c[r]))
-            else:
-                for r in range(lo, hi):
-                    ones += buf[r - lo] & (-(<int64_t> c[rows[r]]))
-            h[j * 256 + 1] += ones
-            h[j * 256] += tot - ones
-            continue
-        gen[ng] = j
-        ng += 1
-        if ng == 4:
-            _four(XT, n_all, buf, rows, identity, lo, hi, h, gen[0], gen[1], gen[2], gen[3])
-            ng = 0
-    for k in range(ng):
-        c = XT + gen[k] * n_all
-        t = h + gen[k] * 256
-        for r in range(lo, hi):
-            i = r if identity else rows[r]
-            t[c[i]] += buf[r - lo]
-
-
-cdef void _colsK(const bin_t* XT, idx_t n_all, const int64_t* buf, idx_t K, const idx_t* rows, bint identity,
-                 idx_t lo, idx_t hi, int64_t* h, const idx_t* feats, idx_t nf) noexcept nogil:
-    """K words per row: rows [lo, hi) of features ``feats[:nf]`` into ``h`` (d x 256 x K)."""
-    cdef idx_t q, r, i, k, j
-    cdef const bin_t* c
-    cdef int64_t* t
-    cdef const int64_t* w
-    for q in range(nf):
-        j = feats[q]
-        c = XT + j * n_all
-        for r in range(lo, hi):
-            i = r if identity else rows[r]
-            t = h + (j * 256 + c[i]) * K
-            w = buf + (r - lo) * K
+def unpack_slots(const int64_t[:, ::1] words, int wh, int wc):
+    """The channels ``(G_1..G_K, H_1..H_K, N)`` (P, 2K+1) of summed slot words (P, K) (:func:`pack`'s layout)."""
+    cdef idx_t P = words.shape[0], K = words.shape[1], s, k
+    cdef int64_t w, low, ml = ((<int64_t> 1) << (wh + wc)) - 1, mc = ((<int64_t> 1) << wc) - 1
+    out = np.empty((P, 2 * K + 1), dtype=np.int64)
+    cdef int64_t[:, ::1] o = out
+    with nogil:
+        for s in range(P):
             for k in range(K):
-                t[k] += w[k]
-
-
-cdef void _rowsK(const bin_t* XR, idx_t d, const int64_t* buf, idx_t K, const idx_t* rows, idx_t lo, idx_t hi,
-                 int64_t* h, idx_t j0, idx_t j1) noexcept nogil:
-    """Row-major bins ``XR`` (n x d), features j0 .. j1-1: one cache line per scattered row."""
-    cdef idx_t r, i, j, k
-    cdef const bin_t* row
-    cdef const int64_t* w
-    cdef int64_t* t
-    cdef int64_t w0
-    for r in range(lo, hi):
-        i = rows[r]
-        row = XR + i * d
-        if r + PREFETCH < hi:
-            mb_prefetch(XR + rows[r + PREFETCH] * d)
-            mb_prefetch(XR + rows[r + PREFETCH] * d + d - 1)  # a row may straddle two cache lines
-        w = buf + (r - lo) * K
-        if K == 1:
-            w0 = w[0]
-            for j in range(j0, j1):
-                h[j * 256 + row[j]] += w0
-        else:
-            for j in range(j0, j1):
-                t = h + (j * 256 + row[j]) * K
-                for k in range(K):
-                    t[k] += w[k]
-
-
-cdef void _build(const bin_t* XT, idx_t n_all, const int64_t* buf, idx_t K, const idx_t* rows, bint identity,
-                 idx_t lo, idx_t hi, int64_t* h, const idx_t* feats, idx_t nf,
-                 const unsigned char* binary) noexcept nogil:
-    """Rows [lo, hi) in blocks of :data:`BLOCK` (a block's words stay in cache across the features)."""
-    cdef idx_t b0 = lo, b1
-    while b0 < hi:
-        b1 = min(hi, b0 + BLOCK)
-        if K == 1:
-            _cols1(XT, n_all, buf + (b0 - lo), rows, identity, b0, b1, h, feats, nf, binary)
-        else:
-            _colsK(XT, n_all, buf + (b0 - lo) * K, K, rows, identity, b0, b1, h, feats, nf)
-        b0 = b1
-
-
-cdef void _row_chunks(const bin_t* XR, idx_t d, const int64_t* buf, idx_t K, const idx_t* rows, idx_t lo, idx_t hi,
-                      int64_t[:, ::1] L, idx_t nt) noexcept nogil:
-    cdef idx_t t, n = hi - lo, a, b
-    for t in prange(nt, schedule="static", num_threads=nt):
-        a = lo + t * n // nt
-        b = lo + (t + 1) * n // nt
-        _rowsK(XR, d, buf + (a - lo) * K, K, rows, a, b, &L[t, 0], 0, d)
+                w = words[s, k]
+                low = w & ml
+                o[s, k] = (w - low) >> (wh + wc)
+                o[s, K + k] = low >> wc
+            o[s, 2 * K] = (words[s, 0] & mc) if K else 0
+    return out
 
 
 def node_histogram(const bin_t[:, ::1] XT, const int64_t[:, ::1] words, const idx_t[::1] rows, idx_t lo, idx_t hi,
@@ -262,8 +108,7 @@ def node_histogram(const bin_t[:, ::1] XT, const int64_t[:, ::1] words, const id
     ``buf``: scratch of at least ``(hi - lo) * K`` words (the node's words in order).
     Integer sums: the same for any thread count and either layout.
     """
-    cdef idx_t d = XT.shape[0], n_all = XT.shape[1], K = words.shape[1], n = hi - lo, t, nt, s, j, nf
-    cdef int64_t[:, ::1] Lr
+    cdef idx_t d = XT.shape[0], n_all = XT.shape[1], K = words.shape[1], n = hi - lo
     if dense.shape[0] != d * 256 or dense.shape[1] != K or words.shape[0] != n_all:
         raise ValueError("shape mismatch")
     if not 0 <= lo <= hi or (not identity and hi > rows.shape[0]) or (identity and hi > n_all):
@@ -273,51 +118,19 @@ def node_histogram(const bin_t[:, ::1] XT, const int64_t[:, ::1] words, const id
     flags = np.zeros(d, dtype=np.uint8) if binary is None else np.ascontiguousarray(binary, dtype=np.uint8)
     if flags.shape[0] != d:
         raise ValueError("binary flags: one per feature")
-    cdef const unsigned char[::1] bf = flags if d else np.zeros(1, dtype=np.uint8)
+    if d == 0:
+        return
+    cdef const unsigned char[::1] bf = flags
     if buf is None or buf.shape[0] < n * K:
         buf = np.empty(max(1, n * K), dtype=np.int64)
-    feats_np = np.arange(max(d, 1), dtype=np.intp)
-    cdef const idx_t[::1] fs = feats_np
-    cdef int64_t* H = &dense[0, 0]
+    cdef const idx_t[::1] fs = np.arange(d, dtype=np.intp)
+    cdef int mt = mb_get_max_threads()
+    cdef int64_t[::1] S = np.empty(max(1, mt * d * 256 * K) if n >= 8192 else 1, dtype=np.int64)
     cdef const idx_t* rp = &rows[0] if rows.shape[0] else NULL
+    cdef const int64_t* wp = &words[0, 0] if words.shape[0] else NULL
+    cdef const bin_t* xr = &XR[0, 0] if XR is not None and XR.shape[0] else NULL
+    cdef const bin_t* xt = &XT[0, 0] if n_all else NULL
+    cdef int64_t[::1] wb = buf
     with nogil:
-        memset(H, 0, d * 256 * K * sizeof(int64_t))
-    if n == 0 or d == 0:
-        return
-    with nogil:
-        _gather(&words[0, 0], K, rp, identity, lo, hi, &buf[0])
-    nt = max(1, min(mb_get_max_threads(), n // (4096 if XR is not None and not identity else 16384)))
-    nf = min(mb_get_max_threads(), d)
-    if XR is not None and not identity:
-        # threads take row chunks (each row's cache line is read once, by one thread)
-        if nt == 1:
-            with nogil:
-                _rowsK(&XR[0, 0], d, &buf[0], K, rp, lo, hi, H, 0, d)
-            return
-        local_r = np.zeros((nt, d * 256 * K), dtype=np.int64)
-        Lr = local_r
-        _row_chunks(&XR[0, 0], d, &buf[0], K, rp, lo, hi, Lr, nt)
-        with nogil:
-            for t in range(nt):
-                for s in range(d * 256 * K):
-                    H[s] += Lr[t, s]
-        return
-    if nt == 1 and nf > 1 and n >= 256:
-        # few rows: each thread owns some features' slots (the node's words stay in cache for all)
-        for t in prange(nf, nogil=True, schedule="static", num_threads=nf):
-            _build(&XT[0, 0], n_all, &buf[0], K, rp, identity, lo, hi, H, &fs[t * d // nf],
-                   (t + 1) * d // nf - t * d // nf, &bf[0])
-        return
-    if nt == 1:
-        with nogil:
-            _build(&XT[0, 0], n_all, &buf[0], K, rp, identity, lo, hi, H, &fs[0], d, &bf[0])
-        return
-    local = np.zeros((nt, d * 256 * K), dtype=np.int64)
-    cdef int64_t[:, ::1] L = local
-    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-        _build(&XT[0, 0], n_all, &buf[(t * n // nt) * K], K, rp, identity, lo + t * n // nt, lo + (t + 1) * n // nt,
-               &L[t, 0], &fs[0], d, &bf[0])
-    with nogil:
-        for t in range(nt):
-            for s in range(d * 256 * K):
-                H[s] += L[t, s]
+        word_histogram_core(xt, n_all, d, wp, K, rp, identity, lo, hi, &dense[0, 0], &bf[0], &fs[0], xr, &wb[0], &S[0],
+                            mt)

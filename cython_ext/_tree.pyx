@@ -17,19 +17,16 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport ldexp, llrint, fabs
+from libc.string cimport memset
 
-from _prefetch cimport mb_prefetch
+from _channel_kernels cimport channel_histogram_core, channel_rows_core
+from _split_kernels cimport GAIN_ERROR, GAIN_NEWTON, best_split_core, partition_core, split_t, _goes_left
 from _superacc cimport mb_get_max_threads
 from _typedefs cimport bin_t, fixed_t, idx_t, MISSING_BIN
 
 cnp.import_array()
 
 ctypedef cnp.npy_int32 node_t
-
-cdef enum:
-    GAIN_NEWTON = 0
-    GAIN_ERROR = 1
-
 
 def packed_offsets(const long long[::1] n_bins):
     """``off`` of length d + 1: feature j's slots are ``off[j] .. off[j] + n_bins[j]`` (the last: missing)."""
@@ -58,178 +55,14 @@ def to_units(const double[::1] v, int shift, fixed_t[:, ::1] out, idx_t channel,
             out[i, channel] = u
 
 
-cdef enum:
-    BLOCK = 1024  # rows per block: their gradient rows stay in L1 while every feature is scanned
-
-
-cdef inline void _add3(fixed_t* t, fixed_t g0, fixed_t g1, fixed_t g2) noexcept nogil:
-    t[0] += g0
-    t[1] += g1
-    t[2] += g2
-
-
-cdef inline void _mask_add3(fixed_t* s, fixed_t g0, fixed_t g1, fixed_t g2, fixed_t m) noexcept nogil:
-    s[0] += g0 & m
-    s[1] += g1 & m
-    s[2] += g2 & m
-
-
-cdef void _hist3(const bin_t[:, ::1] XT, const fixed_t* gh, const idx_t* rows, bint identity, idx_t lo,
-                 idx_t hi, const long long* off, fixed_t* h, const idx_t* feats, idx_t nf) noexcept nogil:
-    """Three channels (gradient, hessian, count): rows [lo, hi) of the features ``feats[:nf]`` into ``h``.
-
-    Four features per pass over the rows: one gradient row, loaded once, feeds four independent
-    histogram updates, which overlap in the pipeline even where consecutive rows share a bin."""
-    cdef idx_t q = 0, r, i, j
-    cdef const bin_t* c0
-    cdef const bin_t* c1
-    cdef const bin_t* c2
-    cdef const bin_t* c3
-    cdef long long a0, a1, a2, a3, m0, m1, m2, m3
-    cdef fixed_t g0, g1, g2
-    cdef fixed_t* t
-    cdef bin_t b
-    while q + 4 <= nf:
-        c0 = &XT[feats[q], 0]
-        c1 = &XT[feats[q + 1], 0]
-        c2 = &XT[feats[q + 2], 0]
-        c3 = &XT[feats[q + 3], 0]
-        a0, a1, a2, a3 = off[feats[q]], off[feats[q + 1]], off[feats[q + 2]], off[feats[q + 3]]
-        # each feature's missing slot
-        m0, m1 = off[feats[q] + 1] - 1, off[feats[q + 1] + 1] - 1
-        m2, m3 = off[feats[q + 2] + 1] - 1, off[feats[q + 3] + 1] - 1
-        for r in range(lo, hi):
-            i = r if identity else rows[r]
-            g0 = gh[3 * i]
-            g1 = gh[3 * i + 1]
-            g2 = gh[3 * i + 2]
-            b = c0[i]
-            _add3(h + 3 * (m0 if b == MISSING_BIN else a0 + b), g0, g1, g2)
-            b = c1[i]
-            _add3(h + 3 * (m1 if b == MISSING_BIN else a1 + b), g0, g1, g2)
-            b = c2[i]
-            _add3(h + 3 * (m2 if b == MISSING_BIN else a2 + b), g0, g1, g2)
-            b = c3[i]
-            _add3(h + 3 * (m3 if b == MISSING_BIN else a3 + b), g0, g1, g2)
-        q = q + 4
-    while q < nf:
-        j = feats[q]
-        c0 = &XT[j, 0]
-        a0, m0 = off[j], off[j + 1] - 1
-        for r in range(lo, hi):
-            i = r if identity else rows[r]
-            b = c0[i]
-            t = h + 3 * (m0 if b == MISSING_BIN else a0 + b)
-            t[0] += gh[3 * i]
-            t[1] += gh[3 * i + 1]
-            t[2] += gh[3 * i + 2]
-        q = q + 1
-
-
-cdef void _hist3_binary(const bin_t[:, ::1] XT, const fixed_t* gh, const idx_t* rows, bint identity, idx_t lo,
-                        idx_t hi, const long long* off, fixed_t* h, const idx_t* feats, idx_t nf) noexcept nogil:
-    """:func:`_hist3` for columns that hold bins 0 and 1 only (no missing values): bin 1's sums are
-    masked sums in registers (no store per row, no wait on the previous row's add), bin 0's the
-    rows' totals minus them. Integer sums: the same as the scatter, bit for bit."""
-    cdef idx_t q = 0, r, i, k
-    cdef const bin_t* c[4]
-    cdef fixed_t s[12]
-    cdef fixed_t tot0 = 0, tot1 = 0, tot2 = 0, g0, g1, g2
-    cdef fixed_t* t
-    if nf == 0:
-        return
-    for r in range(lo, hi):
-        i = r if identity else rows[r]
-        tot0 += gh[3 * i]
-        tot1 += gh[3 * i + 1]
-        tot2 += gh[3 * i + 2]
-    while q < nf:
-        for k in range(4):
-            c[k] = &XT[feats[q + k if q + k < nf else q], 0]
-            s[3 * k] = 0
-            s[3 * k + 1] = 0
-            s[3 * k + 2] = 0
-        for r in range(lo, hi):
-            i = r if identity else rows[r]
-            g0 = gh[3 * i]
-            g1 = gh[3 * i + 1]
-            g2 = gh[3 * i + 2]
-            _mask_add3(&s[0], g0, g1, g2, -(<fixed_t> c[0][i]))  # mask: all ones on bin 1, zero on bin 0
-            _mask_add3(&s[3], g0, g1, g2, -(<fixed_t> c[1][i]))
-            _mask_add3(&s[6], g0, g1, g2, -(<fixed_t> c[2][i]))
-            _mask_add3(&s[9], g0, g1, g2, -(<fixed_t> c[3][i]))
-        for k in range(4):
-            if q + k < nf:
-                t = h + 3 * off[feats[q + k]]
-                t[0] += tot0 - s[3 * k]
-                t[1] += tot1 - s[3 * k + 1]
-                t[2] += tot2 - s[3 * k + 2]
-                t[3] += s[3 * k]
-                t[4] += s[3 * k + 1]
-                t[5] += s[3 * k + 2]
-        q = q + 4
-
-
-cdef void _block_hist(const bin_t[:, ::1] XT, const fixed_t* gh, idx_t C, const idx_t* rows, bint identity,
-                      idx_t lo, idx_t hi, const long long* off, fixed_t* h, const idx_t* feats, idx_t nf,
-                      const idx_t* bfeats, idx_t nbf) noexcept nogil:
-    """Add rows r in [lo, hi) (row ``rows[r]``, or ``r`` itself with ``identity``) into ``h`` (P x C).
-
-    Row blocks outside, features inside: each gradient row is read from memory once per block,
-    not once per feature, and a block's bins of one feature are close together (rows sorted)."""
-    cdef idx_t d = XT.shape[0], j, r, i, b0, b1, nb, base, c
-    cdef const bin_t* col
-    cdef const fixed_t* g
-    cdef fixed_t* t
-    cdef bin_t b
-    b0 = lo
-    while b0 < hi:
-        b1 = min(hi, b0 + BLOCK)
-        if C == 3:  # the features split in two lists: the general ones and the 0/1 ones
-            _hist3(XT, gh, rows, identity, b0, b1, off, h, feats, nf)
-            _hist3_binary(XT, gh, rows, identity, b0, b1, off, h, bfeats, nbf)
-            b0 = b1
-            continue
-        for j in range(d):
-            col = &XT[j, 0]
-            base = off[j]
-            nb = off[j + 1] - base - 1
-            for r in range(b0, b1):
-                i = r if identity else rows[r]
-                b = col[i]
-                t = h + C * (base + (nb if b == MISSING_BIN else b))
-                g = gh + C * i
-                for c in range(C):
-                    t[c] += g[c]
-        b0 = b1
-
-
-cdef void _block_hist_features(const bin_t[:, ::1] XT, const fixed_t* gh, idx_t C, const idx_t* rows,
-                               bint identity, idx_t lo, idx_t hi, const long long* off, fixed_t* h,
-                               idx_t j0, idx_t j1, const idx_t* feats, idx_t nf, const idx_t* bfeats,
-                               idx_t nbf) noexcept nogil:
-    """Rows [lo, hi) of features j0 .. j1-1 only (C = 3: of the lists ``feats``, ``bfeats``), into the
-    full histogram ``h`` (their slots only)."""
-    cdef idx_t j, r, i, nb, base, c
-    cdef const bin_t* col
-    cdef const fixed_t* g
-    cdef fixed_t* t
-    cdef bin_t b
-    if C == 3:
-        _hist3(XT, gh, rows, identity, lo, hi, off, h, feats, nf)
-        _hist3_binary(XT, gh, rows, identity, lo, hi, off, h, bfeats, nbf)
-        return
-    for j in range(j0, j1):
-        col = &XT[j, 0]
-        base = off[j]
-        nb = off[j + 1] - base - 1
-        for r in range(lo, hi):
-            i = r if identity else rows[r]
-            b = col[i]
-            t = h + C * (base + (nb if b == MISSING_BIN else b))
-            g = gh + C * i
-            for c in range(C):
-                t[c] += g[c]
+def feature_lists(binary, idx_t d):
+    """(general, masked): the features summed by scatter and the 0/1 ones summed by masks (never empty arrays)."""
+    flags = np.zeros(d, dtype=bool) if binary is None else np.asarray(binary, dtype=bool)
+    if flags.shape[0] != d:
+        raise ValueError("binary flags: one per feature")
+    general = np.ascontiguousarray(np.flatnonzero(~flags), dtype=np.intp)
+    masked = np.ascontiguousarray(np.flatnonzero(flags), dtype=np.intp)
+    return general, masked
 
 
 def node_histogram(const bin_t[:, ::1] XT, const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi,
@@ -240,141 +73,55 @@ def node_histogram(const bin_t[:, ::1] XT, const fixed_t[:, ::1] gh, const idx_t
     1 only (``mpiboost._ext._histogram.binary_columns``), summed by masks; the same sums either way.
     Threads take row ranges into their own histograms, summed at the end (integers: the same for
     any thread count)."""
-    cdef idx_t d = XT.shape[0], C = gh.shape[1], P, t, nt, k, n
+    cdef idx_t d = XT.shape[0], C = gh.shape[1]
     if off.shape[0] != d + 1 or hist.shape[0] != off[d] or hist.shape[1] != C or gh.shape[0] != XT.shape[1]:
         raise ValueError("shape mismatch")
     if not 0 <= lo <= hi or (not identity and hi > rows.shape[0]) or (identity and hi > XT.shape[1]):
         raise ValueError("row range out of bounds")
-    flags = np.zeros(d, dtype=bool) if binary is None else np.asarray(binary, dtype=bool)
-    if flags.shape[0] != d:
-        raise ValueError("binary flags: one per feature")
-    general = np.ascontiguousarray(np.flatnonzero(~flags), dtype=np.intp)
-    masked = np.ascontiguousarray(np.flatnonzero(flags), dtype=np.intp)
+    general, masked = feature_lists(binary, d)
     cdef const idx_t[::1] fg = general if general.shape[0] else np.zeros(1, dtype=np.intp)
     cdef const idx_t[::1] fb = masked if masked.shape[0] else np.zeros(1, dtype=np.intp)
-    cdef idx_t ng = general.shape[0], nbin = masked.shape[0]
-    P = off[d]
-    n = hi - lo
-    nt = max(1, min(mb_get_max_threads(), n // 8192))
-    hist[:, :] = 0
-    if n == 0 or d == 0:
-        return
+    cdef int mt = mb_get_max_threads()
+    scratch = np.empty(max(1, mt * off[d] * C) if hi - lo >= 16384 else 1, dtype=np.int64)
+    cdef fixed_t[::1] S = scratch
     cdef const idx_t* rp = &rows[0] if rows.shape[0] else NULL
-    cdef idx_t j, nf = min(mb_get_max_threads(), d)
-    if nt == 1 and nf > 1 and n >= 256:
-        # too few rows to split between threads: split the features instead (each thread owns its
-        # features' slots; the node's gradient rows are few enough to stay in cache for all of them)
-        for j in prange(nf, nogil=True, schedule="static", num_threads=nf):
-            _block_hist_features(XT, &gh[0, 0], C, rp, identity, lo, hi, &off[0], &hist[0, 0],
-                                 j * d // nf, (j + 1) * d // nf, &fg[j * ng // nf], (j + 1) * ng // nf - j * ng // nf,
-                                 &fb[j * nbin // nf], (j + 1) * nbin // nf - j * nbin // nf)
+    cdef const fixed_t* g = &gh[0, 0] if gh.shape[0] else NULL
+    cdef idx_t ng = general.shape[0], nm = masked.shape[0]
+    if hist.shape[0] == 0:
         return
-    if nt == 1:
-        with nogil:
-            _block_hist(XT, &gh[0, 0], C, rp, identity, lo, hi, &off[0], &hist[0, 0], &fg[0], ng, &fb[0], nbin)
-        return
-    local = np.zeros((nt, P * C), dtype=np.int64)
-    cdef fixed_t[:, ::1] L = local
-    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-        _block_hist(XT, &gh[0, 0], C, rp, identity, lo + t * n // nt, lo + (t + 1) * n // nt, &off[0], &L[t, 0],
-                    &fg[0], ng, &fb[0], nbin)
-    cdef fixed_t* H = &hist[0, 0]
     with nogil:
-        for t in range(nt):
-            for k in range(P * C):
-                H[k] += L[t, k]
+        channel_histogram_core(XT, g, C, rp, lo, hi, &off[0], &hist[0, 0], identity, &fg[0], ng, &fb[0], nm, &S[0], mt)
 
 
-cdef void _rows_hist(const bin_t* XR, idx_t d, const fixed_t* gh, idx_t C, const idx_t* rows, idx_t lo, idx_t hi,
-                     const long long* off, const long long* nbs, fixed_t* h) noexcept nogil:
-    """Add rows ``rows[lo:hi]`` of the row-major bins ``XR`` (n x d) into ``h`` (P x C): one cache
-    line holds a row's bins of every feature, so a node whose rows are scattered costs one miss
-    per row, not one per row and feature."""
-    cdef idx_t r, i, j, c
-    cdef const bin_t* row
-    cdef const fixed_t* g
-    cdef fixed_t* t
-    cdef fixed_t g0, g1, g2
-    cdef long long b
-    for r in range(lo, hi):
-        i = rows[r]
-        row = XR + i * d
-        g = gh + C * i
-        if C == 3:
-            g0, g1, g2 = g[0], g[1], g[2]  # in registers across the row's stores
-            for j in range(d):
-                b = row[j]
-                t = h + 3 * (off[j] + (b if b < nbs[j] else nbs[j]))
-                t[0] += g0
-                t[1] += g1
-                t[2] += g2
-        else:
-            for j in range(d):
-                b = row[j]
-                t = h + C * (off[j] + (b if b < nbs[j] else nbs[j]))
-                for c in range(C):
-                    t[c] += g[c]
-
-
-cdef void _rows_hist_features(const bin_t* XR, idx_t d, const fixed_t* gh, idx_t C, const idx_t* rows, idx_t lo,
-                              idx_t hi, const long long* off, const long long* nbs, fixed_t* h, idx_t j0,
-                              idx_t j1) noexcept nogil:
-    """:func:`_rows_hist` for features j0 .. j1-1 only (their slots only)."""
-    cdef idx_t r, i, j, c
-    cdef const bin_t* row
-    cdef const fixed_t* g
-    cdef fixed_t* t
-    cdef long long b
-    for r in range(lo, hi):
-        i = rows[r]
-        row = XR + i * d
-        g = gh + C * i
-        for j in range(j0, j1):
-            b = row[j]
-            t = h + C * (off[j] + (b if b < nbs[j] else nbs[j]))
-            for c in range(C):
-                t[c] += g[c]
+def missing_slots(const long long[::1] off):
+    """Each feature's value bin count (its missing slot's index within the feature), int64 of length d."""
+    cdef idx_t d = off.shape[0] - 1, j
+    out = np.empty(max(d, 0), dtype=np.int64)
+    for j in range(d):
+        out[j] = off[j + 1] - off[j] - 1  # the missing bin (255) lands in the last slot
+    return out
 
 
 def node_histogram_rows(const bin_t[:, ::1] XR, const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi,
                         const long long[::1] off, fixed_t[:, ::1] hist):
     """:func:`node_histogram` from row-major bins ``XR`` (n, d): the same sums, for nodes whose rows
     are scattered over the data (every node below the root)."""
-    cdef idx_t d = XR.shape[1], C = gh.shape[1], P, t, nt, k, n, j
+    cdef idx_t d = XR.shape[1], C = gh.shape[1]
     if off.shape[0] != d + 1 or hist.shape[0] != off[d] or hist.shape[1] != C or gh.shape[0] != XR.shape[0]:
         raise ValueError("shape mismatch")
     if not 0 <= lo <= hi <= rows.shape[0]:
         raise ValueError("row range out of bounds")
-    P = off[d]
-    n = hi - lo
-    hist[:, :] = 0
-    if n == 0 or d == 0:
+    if hist.shape[0] == 0:
         return
-    nbs_np = np.empty(d, dtype=np.int64)
-    cdef long long[::1] nbs = nbs_np
-    for j in range(d):
-        nbs[j] = off[j + 1] - off[j] - 1  # the missing bin (255) lands in the last slot
-    nt = max(1, min(mb_get_max_threads(), n // 8192))
-    cdef idx_t nf = min(mb_get_max_threads(), d)
-    if nt == 1 and nf > 1 and n >= 256:
-        for j in prange(nf, nogil=True, schedule="static", num_threads=nf):
-            _rows_hist_features(&XR[0, 0], d, &gh[0, 0], C, &rows[0], lo, hi, &off[0], &nbs[0], &hist[0, 0],
-                                j * d // nf, (j + 1) * d // nf)
+    if hi == lo or d == 0:
+        hist[:, :] = 0
         return
-    if nt == 1:
-        with nogil:
-            _rows_hist(&XR[0, 0], d, &gh[0, 0], C, &rows[0], lo, hi, &off[0], &nbs[0], &hist[0, 0])
-        return
-    local = np.zeros((nt, P * C), dtype=np.int64)
-    cdef fixed_t[:, ::1] L = local
-    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-        _rows_hist(&XR[0, 0], d, &gh[0, 0], C, &rows[0], lo + t * n // nt, lo + (t + 1) * n // nt, &off[0],
-                   &nbs[0], &L[t, 0])
-    cdef fixed_t* H = &hist[0, 0]
+    cdef const long long[::1] nbs = missing_slots(off)
+    cdef int mt = mb_get_max_threads()
+    scratch = np.empty(max(1, mt * off[d] * C) if hi - lo >= 16384 else 1, dtype=np.int64)
+    cdef fixed_t[::1] S = scratch
     with nogil:
-        for t in range(nt):
-            for k in range(P * C):
-                H[k] += L[t, k]
+        channel_rows_core(&XR[0, 0], d, &gh[0, 0], C, &rows[0], lo, hi, &off[0], &nbs[0], &hist[0, 0], &S[0], mt)
 
 
 def leaf_sums(const fixed_t[:, ::1] gh, const node_t[::1] node_of_row, idx_t n_nodes):
@@ -420,12 +167,6 @@ def subtract(const fixed_t[:, ::1] parent, const fixed_t[:, ::1] child, fixed_t[
                 out[s, c] = parent[s, c] - child[s, c]
 
 
-cdef inline double _term(double G, double H, double l2) noexcept nogil:
-    if H + l2 <= 0:
-        return 0.0
-    return G * G / (H + l2)
-
-
 def best_split(const fixed_t[:, ::1] hist, const long long[::1] off, int K, double g_scale, double h_scale,
                double l2, long long min_data, double min_hess, int criterion, idx_t f_lo=0, idx_t f_hi=-1):
     """The best split of a node from its packed histogram, over features ``f_lo .. f_hi - 1``.
@@ -445,74 +186,20 @@ def best_split(const fixed_t[:, ::1] hist, const long long[::1] off, int K, doub
     (gain, feature, bin, missing_left)
         ``feature == -1``: no split.
     """
-    cdef idx_t d = off.shape[0] - 1, C = hist.shape[1], j, b, nb, base, k, s
-    cdef int ml, bf = -1, bb = 0, bml = 0
-    cdef double best = 0.0, gain, parent = 0.0, HL, HR
-    cdef long long NL, NR, N, NM
-    cdef fixed_t eG, eL, eR
+    cdef idx_t d = off.shape[0] - 1, C = hist.shape[1]
+    cdef split_t out
     if f_hi < 0:
         f_hi = d
     if C != 2 * K + 1 or hist.shape[0] != off[d] or K < 1 or (criterion == GAIN_ERROR and K != 1):
         raise ValueError("shape mismatch")
     if d == 0 or f_lo >= f_hi:
         return 0.0, -1, 0, False
-    tot_np = np.zeros(C, dtype=np.int64)
-    left_np = np.zeros(C, dtype=np.int64)
-    cdef fixed_t[::1] tot = tot_np
-    cdef fixed_t[::1] L = left_np
-    # every row falls in exactly one slot of each feature: feature f_lo's slots sum to the
-    # node's totals (under reduce-scatter a rank holds only its block of features)
-    for s in range(off[f_lo], off[f_lo + 1]):
-        for k in range(C):
-            tot[k] += hist[s, k]
-    N = tot[2 * K]
-    if criterion == GAIN_NEWTON:
-        for k in range(K):
-            parent += _term(tot[k] * g_scale, tot[K + k] * h_scale, l2)
+    scratch = np.zeros(2 * C, dtype=np.int64)
+    cdef fixed_t[::1] sc = scratch
     with nogil:
-        for j in range(f_lo, f_hi):
-            base = off[j]
-            nb = off[j + 1] - base - 1
-            NM = hist[base + nb, 2 * K]
-            for k in range(C):
-                L[k] = 0
-            for b in range(nb):
-                for k in range(C):
-                    L[k] += hist[base + b, k]
-                for ml in range(2):
-                    if ml == 1 and NM == 0:
-                        continue  # the same partition as missing right
-                    NL = L[2 * K] + (NM if ml else 0)
-                    NR = N - NL
-                    if NL == 0 or NR == 0 or NL < min_data or NR < min_data:
-                        continue
-                    HL = 0.0
-                    HR = 0.0
-                    for k in range(K):
-                        eL = L[K + k] + (hist[base + nb, K + k] if ml else 0)
-                        HL += eL * h_scale
-                        HR += (tot[K + k] - eL) * h_scale
-                    if HL < min_hess or HR < min_hess:
-                        continue
-                    if criterion == GAIN_ERROR:
-                        eL = L[0] + (hist[base + nb, 0] if ml else 0)
-                        eR = tot[0] - eL
-                        eG = tot[0]
-                        gain = <double> ((eL if eL >= 0 else -eL) + (eR if eR >= 0 else -eR)
-                                         - (eG if eG >= 0 else -eG))
-                    else:
-                        gain = -parent
-                        for k in range(K):
-                            eL = L[k] + (hist[base + nb, k] if ml else 0)
-                            HL = (L[K + k] + (hist[base + nb, K + k] if ml else 0)) * h_scale
-                            HR = (tot[K + k] * h_scale) - HL
-                            gain = gain + _term(eL * g_scale, HL, l2) + _term((tot[k] - eL) * g_scale, HR, l2)
-                    if gain > best:
-                        best = gain
-                        bf = <int> j
-                        bb = <int> b
-                        bml = ml
-    return best, bf, bb, bool(bml)
+        best_split_core(&hist[0, 0], &off[0], C, K, g_scale, h_scale, l2, min_data, min_hess, criterion, f_lo, f_hi,
+                        &sc[0], &sc[C], &out)
+    return out.gain, out.feature, out.bin, bool(out.missing_left)
 
 
 def node_sums(const fixed_t[:, ::1] hist, const long long[::1] off):
@@ -528,12 +215,6 @@ def node_sums(const fixed_t[:, ::1] hist, const long long[::1] off):
     return out
 
 
-cdef inline bint _goes_left(bin_t b, int bin, bint missing_left) noexcept nogil:
-    if b == MISSING_BIN:
-        return missing_left
-    return b <= bin
-
-
 def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int feature, int bin,
               bint missing_left, idx_t[::1] scratch):
     """Stable in-place partition of ``rows[lo:hi]``: rows going left (``bin(x_f) <= bin``, missing
@@ -543,64 +224,20 @@ def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int f
     copies the rights back. Threads take consecutive chunks: each counts its left rows (keeping
     each row's side, so the bins are read once), then writes them at its offset among the lefts
     (and its right rows at its offset in ``scratch``), so the order is kept."""
-    cdef idx_t n = hi - lo, r, i, t, nt, a, m, c0, c1, total_left
+    cdef idx_t n = hi - lo, out
     if not 0 <= lo <= hi <= rows.shape[0] or scratch.shape[0] < hi - lo or not 0 <= feature < XT.shape[0]:
         raise ValueError("out of bounds")
-    cdef const bin_t* col = &XT[feature, 0]
-    nt = max(1, min(mb_get_max_threads(), n // 16384))
-    if nt == 1:
-        with nogil:
-            a = lo
-            m = 0
-            for r in range(lo, hi):
-                i = rows[r]
-                if r + 32 < hi:
-                    mb_prefetch(col + rows[r + 32])
-                if _goes_left(col[i], bin, missing_left):
-                    rows[a] = i  # a <= r: a row already read
-                    a = a + 1
-                else:
-                    scratch[m] = i
-                    m = m + 1
-            for r in range(m):
-                rows[a + r] = scratch[r]
-        return a
-    lefts_np = np.zeros(nt + 1, dtype=np.intp)
-    side_np = np.empty(n, dtype=np.uint8)
-    cdef idx_t[::1] lefts = lefts_np
+    if n == 0:
+        return lo
+    cdef int mt = mb_get_max_threads()
+    side_np = np.empty(n if n >= 2 * 16384 else 1, dtype=np.uint8)
+    lefts_np = np.zeros(mt + 1, dtype=np.intp)
     cdef unsigned char[::1] side = side_np
-    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-        c0 = lo + t * n // nt
-        c1 = lo + (t + 1) * n // nt
-        m = 0
-        for r in range(c0, c1):
-            if r + 32 < c1:
-                mb_prefetch(col + rows[r + 32])
-            side[r - lo] = _goes_left(col[rows[r]], bin, missing_left)
-            m = m + side[r - lo]
-        lefts[t + 1] = m
-    for t in range(nt):
-        lefts[t + 1] += lefts[t]
-    total_left = lefts[nt]
-    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-        c0 = lo + t * n // nt
-        c1 = lo + (t + 1) * n // nt
-        a = lefts[t]  # this chunk's lefts go to scratch[a ..], its rights to scratch[total_left + c0 - lo - a ..]
-        m = total_left + (c0 - lo) - lefts[t]
-        for r in range(c0, c1):
-            i = rows[r]
-            if side[r - lo]:
-                scratch[a] = i
-                a = a + 1
-            else:
-                scratch[m] = i
-                m = m + 1
-    for t in prange(nt, nogil=True, schedule="static", num_threads=nt):
-        c0 = t * n // nt
-        c1 = (t + 1) * n // nt
-        for r in range(c0, c1):
-            rows[lo + r] = scratch[r]
-    return lo + total_left
+    cdef idx_t[::1] lefts = lefts_np
+    with nogil:
+        out = partition_core(&XT[feature, 0], &rows[0], lo, hi, bin, missing_left, &scratch[0], &side[0], &lefts[0],
+                             mt)
+    return out
 
 
 cdef inline node_t _leaf_of(const bin_t[:, ::1] XT, idx_t i, const node_t* feat, const node_t* bins,

@@ -125,23 +125,19 @@ def test_grower_on_words_is_the_grower_on_channels(monkeypatch, B):
     q = _quantized(rng, n, 1, B, "skewed" if B == 1024 else "random")
     spec = TreeSpec(max_leaves=15, min_data_in_leaf=5)
     assert _qhist.largest_fitting((B + 1) // 2, B) < n or B == 4
-    used = []
-    real = _qhist.node_histogram
-
-    def spy(*a, **k):
-        used.append(a[4] - a[3])
-        return real(*a, **k)
-
-    monkeypatch.setattr(_qhist, "node_histogram", spy)
 
     def grow(grad_bins):
         leaf = lambda s: np.array([-s[0] / max(s[1], 1)])  # noqa: E731
-        return TreeGrower(spec, None, X, nb).grow(q, 1, 1.0 / B, 1.0 / B, leaf, "real", grad_bins=grad_bins,
-                                                  n_rows=n)[0]
-    words = grow(B)
-    assert used and (max(used) < n) == (B == 1024)  # the root on words only where it fits
-    channels = grow(0)
-    assert words.n_leaves == 15 and words.same_as(channels)
+        grower = TreeGrower(spec, None, X, nb)
+        tree = grower.grow(q, 1, 1.0 / B, 1.0 / B, leaf, "real", grad_bins=grad_bins, n_rows=n)[0]
+        g = grower._g[1]
+        return tree, (g.word_nodes, g.channel_nodes, g.word_rows_max)
+
+    words, (w, c, most) = grow(B)
+    assert w > 0 and (c == 1 if B == 1024 else c == 0)  # only the root past the fields takes the channels
+    assert (most < n) == (B == 1024)
+    channels, (w0, _, _) = grow(0)
+    assert w0 == 0 and words.n_leaves == 15 and words.same_as(channels)
     monkeypatch.setattr(_qhist, "largest_fitting", lambda g, h: 0)
-    used.clear()
-    assert grow(B).same_as(channels) and not used
+    wide, (w, _, _) = grow(B)
+    assert w == 0 and wide.same_as(channels)

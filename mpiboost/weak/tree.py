@@ -43,10 +43,6 @@ LEAF_KINDS = ("sign", "real", "class")  # class: one-hot leaves of K values (the
 # overflow) whatever the data; a positive hessian never rounds to zero units.
 GH_BITS = 62
 MAX_GH_SHIFT = 52
-# A node with fewer than 1/ROW_WISE_BELOW of the rank's rows builds its histogram from the row-major
-# copy of the bins (its rows are scattered; one cache line per row), a larger one feature by
-# feature (scripts/bench/bench_trees.py measures both; the sums are the same integers either way).
-ROW_WISE_BELOW = 64
 
 
 def gh_shift(n_global: int) -> int:
@@ -199,10 +195,8 @@ class TreeGrower:
         self.off = _tree.packed_offsets(self.n_bins)
         self.d = int(cols.shape[0])
         n = int(cols.shape[1])
-        self.rows = np.arange(n, dtype=np.intp)
         # Row-major bins for the nodes below the root, whose rows are scattered (d bytes a row).
         self.XR = np.ascontiguousarray(cols.T) if n and self.d else np.zeros((n, self.d), dtype=np.uint8)
-        self.scratch = np.empty(n, dtype=np.intp)
         from .._ext import _histogram
 
         # this rank's 0/1 columns, whose histograms are masked sums (the same sums, faster)
@@ -210,8 +204,9 @@ class TreeGrower:
         self.criterion = GAINS.index(spec.split_gain)
         self.bytes_per_tree: list = []
         self.narrow = 0  # set per tree by grow(grad_bins=...): B where the histograms travel as int32
-        self._words = None  # this tree's packed words (grad_bins)
-        self._dense = None  # their dense (feature x 256) histogram, reused
+        self._words = None  # the packed words (grad_bins), reused tree after tree
+        self._g = None  # (K, the NodeGrower): the buffers of growth, reused tree after tree
+        self._fields = None  # (wh, wc, most rows) of this tree's packed words (grad_bins), else None
         if spec.exchange == "reduce-scatter" and proto is not None:
             self._blocks = self._feature_blocks(proto.comm.size)
         else:
@@ -246,6 +241,8 @@ class TreeGrower:
             return self._reduce_wide(hist)  # nothing travels: no packing
         if self.narrow and rows is not None and rows * (self.narrow + 1) < 2**16:
             return self._reduce_packed(hist)
+        if self._fields is not None and rows is not None and 0 < rows <= self._fields[2]:
+            return self._reduce_words(hist)
         if self.narrow:
             out = self._reduce_wide(hist.astype(np.int32))
             return None if out is None else out.astype(np.int64)
@@ -255,6 +252,20 @@ class TreeGrower:
         """A node of ``rows`` rows with ``rows * B < 2**16``: :func:`pack_sums` words, a third fewer bytes."""
         out = self._reduce_wide(pack_sums(hist))
         return None if out is None else unpack_sums(out)
+
+    def _reduce_words(self, hist: np.ndarray) -> Optional[np.ndarray]:
+        """A node within the packed words' fields (:mod:`mpiboost._ext._qhist`): one int64 word per slot and
+        class, ``G * 2**(wh + wc) + H * 2**wc + N``, whose sums over the ranks are the words of the sums."""
+        from .._ext import _qhist
+
+        wh, wc, _ = self._fields
+        K = (hist.shape[1] - 1) // 2
+        words = np.empty((hist.shape[0], K), dtype=np.int64)
+        _qhist.pack(np.ascontiguousarray(hist), K, wh, wc, words)
+        out = self._reduce_wide(words)
+        if out is None:
+            return None
+        return _qhist.unpack_slots(out, wh, wc)
 
     def _reduce_wide(self, hist: np.ndarray) -> Optional[np.ndarray]:
         if self._blocks is None:
@@ -268,44 +279,38 @@ class TreeGrower:
         return full
 
     # --------------------------------------------------------------- split
-    def _split_of(self, hist: Optional[np.ndarray], depth: int, K: int, g_scale: float, h_scale: float) -> tuple:
-        """(gain, feature, bin, missing_left) of a node, agreed on every rank for reduce-scatter."""
-        s = self.spec
-        if s.max_depth and depth >= s.max_depth:
-            allowed = False
+    def _agree(self, g, node: int) -> None:
+        """``node``'s best split, the same on every rank that needs it: the center's from the global
+        histogram, or under reduce-scatter the best of the ranks' blocks (the largest gain; ties to the
+        lowest feature, the blocks being in feature order, so the first rank's among equals)."""
+        if self._blocks is None:
+            if not self.center:
+                return
+            best = g.find_best(node)
         else:
-            allowed = True
-        lo, hi = 0, self.d
-        if self._blocks is not None:
             r = self.proto.comm.rank
             lo, hi = int(self._blocks[r]), int(self._blocks[r + 1])
-        if hist is None or not allowed:
-            best = (0.0, -1, 0, False)
-        else:
-            best = _tree.best_split(hist, self.off, K, g_scale, h_scale, float(s.l2), int(s.min_data_in_leaf),
-                                    float(s.min_child_weight), self.criterion, lo, hi)
-        if self._blocks is None:
-            return best
-        # every rank proposes its block's best; the largest gain wins, ties to the lowest feature
-        # (the blocks are in feature order, so the first rank's among equals)
-        row = np.array([best[0], best[1], best[2], float(best[3])])
-        table = self.proto.allgather_candidates(row)
-        k = int(np.argmax(table[:, 0]))  # first maximum: lowest rank, hence lowest feature
-        g, f, b, m = table[k]
-        if not g > 0:
-            return 0.0, -1, 0, False
-        return float(g), int(f), int(b), bool(m)
-
-    def _left_rows(self, hist: np.ndarray, f: int, b: int, ml: bool, C: int) -> np.ndarray:
-        """Channel sums of the rows a split sends left, from the node's histogram."""
-        lo = int(self.off[f])
-        nb = int(self.off[f + 1]) - lo - 1
-        out = hist[lo:lo + b + 1].sum(axis=0)
-        if ml:
-            out = out + hist[lo + nb]
-        return out
+            gain, f, b, m = g.find_best(node, lo, hi)
+            table = self.proto.allgather_candidates(np.array([gain, f, b, float(m)]))
+            k = int(np.argmax(table[:, 0]))  # first maximum: lowest rank, hence lowest feature
+            gain, f, b, m = table[k]
+            best = (float(gain), int(f), int(b), bool(m)) if gain > 0 else (0.0, -1, 0, False)
+            g.set_best(node, *best)
+        if best[1] < 0:
+            g.release(node)  # a leaf for good: its histogram's slot is free
 
     # ---------------------------------------------------------------- grow
+    def _node_grower(self, K: int):
+        """This grower's :class:`mpiboost._ext._grower.NodeGrower` for K classes (buffers kept across trees)."""
+        from .._ext import _grower
+
+        if self._g is None or self._g[0] != K:
+            s = self.spec
+            self._g = (K, _grower.NodeGrower(self.cols, self.XR, self.off, self.binary.astype(np.uint8),
+                                             int(s.max_leaves), int(s.max_depth), int(s.min_data_in_leaf),
+                                             float(s.min_child_weight), float(s.l2), self.criterion, K))
+        return self._g[1]
+
     def grow(self, gh: np.ndarray, K: int, g_scale: float, h_scale: float,
              leaf_value: Callable[[np.ndarray], np.ndarray], kind: str,
              subset: Optional[np.ndarray] = None, leaf_gh: Optional[np.ndarray] = None,
@@ -322,100 +327,35 @@ class TreeGrower:
         histogram is then built from one packed word per row and class (:mod:`mpiboost._ext._qhist`)
         where its global row count lets the three sums share an int64, and travels as int32 where every
         sum is below 2**31 (packed further for small nodes, see :meth:`_reduce`). 0: int64 channels.
+
+        With no other rank the whole tree grows in one call without the GIL
+        (:meth:`mpiboost._ext._grower.NodeGrower.grow_local`); over ranks, Python runs the collectives
+        between the grower's steps.
         """
         B = int(grad_bins)
         self.narrow = B if B and 0 < n_rows and n_rows * (B + 1) < 2**31 - 1 else 0
-        spec, C = self.spec, 2 * K + 1
+        self._fields = None
         n = self.cols.shape[1]
-        if gh.shape != (n, C):
+        if gh.shape != (n, 2 * K + 1):
             raise ValueError("gh must be (n_local, 2K + 1)")
         gh = np.ascontiguousarray(gh, dtype=np.int64)
-        P = int(self.off[-1])
-        rows, cols = self.rows, self.cols
-        if subset is None:
-            m = n
-            rows[:] = np.arange(n, dtype=np.intp)
-        else:
-            m = int(subset.shape[0])
-            rows[:m] = subset
+        g = self._node_grower(K)
+        n_root = int(n_rows) if subset is None else 0
         sent0 = self._bytes()
-        local = np.empty((P, C), dtype=np.int64)
-        self._words = self._pack_words(gh, K, B, n_rows) if B else None
-        self._build(gh, rows, 0, m, subset is None, n_rows if subset is None else 0, local)
-        root = self._reduce(local)
-        hists = {0: root}
-        rng = {0: (0, m)}
-        depth = {0: 0}
-        feature, binv, mleft, lc, rc = [-1], [0], [0], [-1], [-1]
-        gains = [0.0]
-        best = {0: self._split_of(root, 0, K, g_scale, h_scale)}
-        leaves = 1
-        while leaves < spec.max_leaves:
-            packed = None
-            if self.center or self._blocks is not None:
-                cand = [(g, node) for node, (g, f, b, m) in best.items() if f >= 0 and g > 0]
-                if cand:
-                    g, node = max(cand, key=lambda c: (c[0], -c[1]))  # largest gain, then lowest node id
-                    _, f, b, m = best[node]
-                    if self._blocks is None:
-                        nl = int(self._left_rows(hists[node], f, b, m, C)[2 * K])
-                        nr = int(_tree.node_sums(hists[node], self.off)[2 * K]) - nl
-                    else:
-                        nl = nr = -1
-                    packed = [node, f, b, float(m), nl, nr]
-                else:
-                    packed = [-1, 0, 0, 0.0, 0, 0]
-            if self._blocks is None and self.proto is not None:
-                v = self.proto.broadcast_hypothesis(packed, 6)
-            else:
-                v = np.asarray(packed, dtype=np.float64)
-            node = int(v[0])
-            if node < 0:
-                break
-            f, b, m = int(v[1]), int(v[2]), bool(v[3])
-            lo, hi = rng[node]
-            mid = _tree.partition(cols, rows, lo, hi, f, b, m, self.scratch)
-            L, R = len(feature), len(feature) + 1
-            feature[node], binv[node], mleft[node], lc[node], rc[node] = f, b, int(m), L, R
-            gains[node] = best[node][0]
-            for _ in range(2):
-                feature.append(-1)
-                binv.append(0)
-                mleft.append(0)
-                lc.append(-1)
-                rc.append(-1)
-                gains.append(0.0)
-            rng[L], rng[R] = (lo, mid), (mid, hi)
-            depth[L] = depth[R] = depth[node] + 1
-            if self._blocks is None:
-                nl, nr = int(v[4]), int(v[5])
-            else:
-                # every rank holds its block of the parent's histogram: the counts come from
-                # an exact sum of the local counts instead
-                nl, nr = (int(x) for x in self.proto.reduce_counts(np.array([mid - lo, hi - mid], dtype=np.int64)))
-            small, big = (L, R) if nl <= nr else (R, L)
-            s_lo, s_hi = rng[small]
-            self._build(gh, rows, s_lo, s_hi, False, min(nl, nr), local, m)
-            h_small = self._reduce(local, rows=min(nl, nr))
-            parent = hists.pop(node)
-            best.pop(node)
-            if h_small is not None:
-                h_big = np.empty_like(h_small)
-                _tree.subtract(parent, h_small, h_big)
-                hists[small], hists[big] = h_small, h_big
-            else:
-                hists[small] = hists[big] = None
-            for c in (L, R):
-                best[c] = self._split_of(hists[c], depth[c], K, g_scale, h_scale)
-            leaves += 1
-        n_nodes = len(feature)
-        is_leaf = np.array(feature) < 0
+        if B:
+            words, wh, wc, cap = self._pack_words(gh, K, B, n_rows)
+            g.begin(gh, g_scale, h_scale, subset, words, wh, wc, cap, n_root)
+        else:
+            g.begin(gh, g_scale, h_scale, subset, n_root=n_root)
+        if self.proto is None or self.proto.comm.size == 1:
+            g.grow_local()
+        else:
+            self._grow_over_ranks(g)
+        feature, binv, mleft, lc, rc, gains, node_of_row = g.tree()
+        n_nodes = feature.shape[0]
+        is_leaf = feature < 0
         # Leaf sums from each rank's own rows, summed exactly: every rank then computes the same
         # leaf values (no broadcast of values, and no rank needs a histogram holding feature 0).
-        node_of_row = np.full(n, -1, dtype=np.int32)
-        for node in np.flatnonzero(is_leaf):
-            lo, hi = rng[node]
-            node_of_row[rows[lo:hi]] = node
         exact = gh if leaf_gh is None else np.ascontiguousarray(leaf_gh, dtype=np.int64)
         local_sums = _tree.leaf_sums(exact, node_of_row, n_nodes)
         table = local_sums if self.proto is None else self.proto.reduce_counts(local_sums)
@@ -430,6 +370,39 @@ class TreeGrower:
         self.bytes_per_tree.append(self._bytes() - sent0)
         return tree, node_of_row
 
+    def _grow_over_ranks(self, g) -> None:
+        """Best-first growth with the collectives between the grower's steps: the root's histogram reduced,
+        then per split a broadcast of the split (center), the rows partitioned on every rank, the smaller
+        child's histogram reduced, the larger one's by subtraction."""
+        root = self._reduce(g.build_root(), rows=g.root_rows or None)
+        g.take(0, root)
+        self._agree(g, 0)
+        leaves = 1
+        while leaves < self.spec.max_leaves:
+            packed = None
+            if self.center or self._blocks is not None:
+                c = g.choose(self._blocks is None)
+                packed = [-1, 0, 0, 0.0, 0, 0] if c is None else [c[0], c[1], c[2], float(c[3]), c[4], c[5]]
+            if self._blocks is None:
+                v = self.proto.broadcast_hypothesis(packed, 6)
+            else:
+                v = np.asarray(packed, dtype=np.float64)
+            node = int(v[0])
+            if node < 0:
+                break
+            L, R, ln, rn = g.partition(node, int(v[1]), int(v[2]), bool(v[3]))
+            if self._blocks is None:
+                nl, nr = int(v[4]), int(v[5])
+            else:
+                # every rank holds its block of the parent's histogram: the counts come from
+                # an exact sum of the local counts instead
+                nl, nr = (int(x) for x in self.proto.reduce_counts(np.array([ln, rn], dtype=np.int64)))
+            _, local = g.build_child(node, nl, nr)
+            g.take_children(node, self._reduce(local, rows=min(nl, nr)))
+            self._agree(g, L)
+            self._agree(g, R)
+            leaves += 1
+
     def _pack_words(self, gh: np.ndarray, K: int, B: int, n_rows: int):
         """This tree's packed words (:mod:`mpiboost._ext._qhist`): ``(words, wh, wc, most rows)``, the fields
         wide enough for nodes of up to ``most rows`` global rows (all of them when ``n_rows`` fits)."""
@@ -440,31 +413,11 @@ class TreeGrower:
         if 0 < n_rows <= cap:
             cap = int(n_rows)
         wh, wc = _qhist.word_fields(cap, g_max, h_max)
-        words = np.empty((gh.shape[0], K), dtype=np.int64)
-        _qhist.pack(gh, K, wh, wc, words)
-        if self._dense is None or self._dense.shape != (self.d * 256, K):
-            self._dense = np.empty((self.d * 256, K), dtype=np.int64)
-        return words, wh, wc, cap
-
-    def _build(self, gh: np.ndarray, rows: np.ndarray, lo: int, hi: int, identity: bool, n_node: int,
-               out: np.ndarray, m: int = 0) -> None:
-        """This rank's histogram of the node ``rows[lo:hi]`` into ``out`` (P, C); ``n_node``: the node's global
-        row count (0: unknown), ``m``: the rows grown on here (a node of few of them is read row-major)."""
-        scattered = not identity and (hi - lo) * ROW_WISE_BELOW < m
-        if self._words is not None and 0 < n_node <= self._words[3]:
-            from .._ext import _qhist
-
-            words, wh, wc, _ = self._words
-            # below the root the rows are scattered: their row-major bins, prefetched (one cache line per
-            # row, not one per feature), cost about the columns' at half the rows and 2-6x less at 1/32
-            # to 1/128 of them (1M x 28, 2 threads)
-            _qhist.node_histogram(self.cols, words, rows, lo, hi, self._dense, identity, self.binary,
-                                  None if identity else self.XR)
-            _qhist.unpack(self._dense, self.off, words.shape[1], wh, wc, out)
-        elif scattered:
-            _tree.node_histogram_rows(self.XR, gh, rows, lo, hi, self.off, out)
-        else:
-            _tree.node_histogram(self.cols, gh, rows, lo, hi, self.off, out, identity, self.binary)
+        self._fields = (wh, wc, cap)
+        if self._words is None or self._words.shape != (gh.shape[0], K):
+            self._words = np.empty((gh.shape[0], K), dtype=np.int64)
+        _qhist.pack(gh, K, wh, wc, self._words)
+        return self._words, wh, wc, cap
 
     def _bytes(self) -> int:
         if self.proto is None:

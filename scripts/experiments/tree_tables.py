@@ -59,6 +59,7 @@ OURS_MULTI = {
     "samme": ["--algo", "samme", "--weak-learner", "tree"],
     "softmax-q4": ["--algo", "softmax", "--grad-bins", "4"],
     "softmax-q16": ["--algo", "softmax", "--grad-bins", "16"],
+    "softmax-q64": ["--algo", "softmax", "--grad-bins", "64"],
 }
 PEERS = ["lightgbm", "xgboost", "sklearn"]
 

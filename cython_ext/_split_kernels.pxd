@@ -1,0 +1,159 @@
+# The split scan and the row partition of the tree grower (cython_ext/_tree.pyx's best_split and
+# partition, and cython_ext/_grower.pyx), inline like _channel_kernels.pxd.
+from cython.parallel cimport prange
+
+from _prefetch cimport mb_prefetch
+from _typedefs cimport bin_t, fixed_t, idx_t, MISSING_BIN
+
+cdef enum:
+    GAIN_NEWTON = 0
+    GAIN_ERROR = 1
+
+ctypedef struct split_t:  # a node's best split: feature -1 when none has a positive gain
+    double gain
+    int feature
+    int bin
+    int missing_left
+
+
+cdef inline double _term(double G, double H, double l2) noexcept nogil:
+    if H + l2 <= 0:
+        return 0.0
+    return G * G / (H + l2)
+
+
+cdef inline void best_split_core(const fixed_t* hist, const long long* off, idx_t C, int K, double g_scale, double h_scale,
+                          double l2, long long min_data, double min_hess, int criterion, idx_t f_lo, idx_t f_hi,
+                          fixed_t* tot, fixed_t* L, split_t* out) noexcept nogil:
+    """:func:`best_split` without checks or allocations (``tot``, ``L``: C scratch entries each)."""
+    cdef idx_t j, b, nb, base, k, s
+    cdef int ml, bf = -1, bb = 0, bml = 0
+    cdef double best = 0.0, gain, parent = 0.0, HL, HR
+    cdef long long NL, NR, N, NM
+    cdef fixed_t eG, eL, eR
+    out.gain = 0.0
+    out.feature = -1
+    out.bin = 0
+    out.missing_left = 0
+    if f_lo >= f_hi:
+        return
+    for k in range(C):
+        tot[k] = 0
+    # every row falls in exactly one slot of each feature: feature f_lo's slots sum to the
+    # node's totals (under reduce-scatter a rank holds only its block of features)
+    for s in range(off[f_lo], off[f_lo + 1]):
+        for k in range(C):
+            tot[k] += hist[s * C + k]
+    N = tot[2 * K]
+    if criterion == GAIN_NEWTON:
+        for k in range(K):
+            parent += _term(tot[k] * g_scale, tot[K + k] * h_scale, l2)
+    for j in range(f_lo, f_hi):
+        base = off[j]
+        nb = off[j + 1] - base - 1
+        NM = hist[(base + nb) * C + 2 * K]
+        for k in range(C):
+            L[k] = 0
+        for b in range(nb):
+            for k in range(C):
+                L[k] += hist[(base + b) * C + k]
+            for ml in range(2):
+                if ml == 1 and NM == 0:
+                    continue  # the same partition as missing right
+                NL = L[2 * K] + (NM if ml else 0)
+                NR = N - NL
+                if NL == 0 or NR == 0 or NL < min_data or NR < min_data:
+                    continue
+                HL = 0.0
+                HR = 0.0
+                for k in range(K):
+                    eL = L[K + k] + (hist[(base + nb) * C + K + k] if ml else 0)
+                    HL += eL * h_scale
+                    HR += (tot[K + k] - eL) * h_scale
+                if HL < min_hess or HR < min_hess:
+                    continue
+                if criterion == GAIN_ERROR:
+                    eL = L[0] + (hist[(base + nb) * C] if ml else 0)
+                    eR = tot[0] - eL
+                    eG = tot[0]
+                    gain = <double> ((eL if eL >= 0 else -eL) + (eR if eR >= 0 else -eR)
+                                     - (eG if eG >= 0 else -eG))
+                else:
+                    gain = -parent
+                    for k in range(K):
+                        eL = L[k] + (hist[(base + nb) * C + k] if ml else 0)
+                        HL = (L[K + k] + (hist[(base + nb) * C + K + k] if ml else 0)) * h_scale
+                        HR = (tot[K + k] * h_scale) - HL
+                        gain = gain + _term(eL * g_scale, HL, l2) + _term((tot[k] - eL) * g_scale, HR, l2)
+                if gain > best:
+                    best = gain
+                    bf = <int> j
+                    bb = <int> b
+                    bml = ml
+    out.gain = best
+    out.feature = bf
+    out.bin = bb
+    out.missing_left = bml
+
+
+cdef inline bint _goes_left(bin_t b, int bin, bint missing_left) noexcept nogil:
+    if b == MISSING_BIN:
+        return missing_left
+    return b <= bin
+
+
+cdef inline idx_t partition_core(const bin_t* col, idx_t* rows, idx_t lo, idx_t hi, int bin, bint missing_left,
+                          idx_t* scratch, unsigned char* side, idx_t* lefts, int max_threads) noexcept nogil:
+    """:func:`partition` without checks or allocations: ``scratch`` and ``side`` of >= hi - lo entries,
+    ``lefts`` of max_threads + 1."""
+    cdef idx_t n = hi - lo, r, i, t, nt, a, m, c0, c1, total_left
+    nt = max(1, min(max_threads, n // 16384))
+    if nt == 1:
+        a = lo
+        m = 0
+        for r in range(lo, hi):
+            i = rows[r]
+            if r + 32 < hi:
+                mb_prefetch(col + rows[r + 32])
+            if _goes_left(col[i], bin, missing_left):
+                rows[a] = i  # a <= r: a row already read
+                a = a + 1
+            else:
+                scratch[m] = i
+                m = m + 1
+        for r in range(m):
+            rows[a + r] = scratch[r]
+        return a
+    lefts[0] = 0
+    for t in prange(nt, schedule="static", num_threads=nt):
+        c0 = lo + t * n // nt
+        c1 = lo + (t + 1) * n // nt
+        m = 0
+        for r in range(c0, c1):
+            if r + 32 < c1:
+                mb_prefetch(col + rows[r + 32])
+            side[r - lo] = _goes_left(col[rows[r]], bin, missing_left)
+            m = m + side[r - lo]
+        lefts[t + 1] = m
+    for t in range(nt):
+        lefts[t + 1] += lefts[t]
+    total_left = lefts[nt]
+    for t in prange(nt, schedule="static", num_threads=nt):
+        c0 = lo + t * n // nt
+        c1 = lo + (t + 1) * n // nt
+        a = lefts[t]  # this chunk's lefts go to scratch[a ..], its rights to scratch[total_left + c0 - lo - a ..]
+        m = total_left + (c0 - lo) - lefts[t]
+        for r in range(c0, c1):
+            i = rows[r]
+            if side[r - lo]:
+                scratch[a] = i
+                a = a + 1
+            else:
+                scratch[m] = i
+                m = m + 1
+    for t in prange(nt, schedule="static", num_threads=nt):
+        c0 = t * n // nt
+        c1 = (t + 1) * n // nt
+        for r in range(c0, c1):
+            rows[lo + r] = scratch[r]
+    return lo + total_left
