@@ -24,6 +24,7 @@ import re
 import numpy as np
 
 from .errors import InputError
+from .links import LINKS as LINK_OF
 
 
 def _num(x: float) -> str:
@@ -119,8 +120,8 @@ def to_lightgbm(model) -> str:
                                             [float(lv), float(rv)]))
     if model.output == "argmax":
         objective = f"multiclass num_class:{K}"
-    elif model.link == "logistic":
-        objective = "binary sigmoid:1"
+    elif model.link in LINK_OF:
+        objective = LINK_OF[model.link].lightgbm_objective(K)
     elif model.vote == "weighted":
         objective = "binary sigmoid:2"
     else:

@@ -32,12 +32,13 @@ from .data.binning import MAX_EDGES, BinMapper, check_flat
 from .data.format import MAX_FEATURES, check_stored
 from .errors import InputError
 from .h5read import open_read
+from .links import LINKS as LINK_OF
 
 # 2: classes, output and the right-hand value of each stump; 3: trees (group "trees", ensemble/tree,
 # header "link"); format 1 and 2 files still load
 MODEL_FORMAT = 3
 READABLE_FORMATS = (1, 2, 3)
-LINKS = (None, "logistic", "softmax")  # how scores become probabilities (None: they do not)
+LINKS = (None, *LINK_OF)  # how scores become probabilities (None: they do not)
 MAX_NODES = 1 << 26  # nodes of all trees of a model file, checked before they are read
 OUTPUTS = ("sign", "argmax")
 # What the algorithms write (Algorithm.vote); "task": stump t votes only for the rows of
@@ -351,13 +352,8 @@ class Model:
 
     def proba_of_scores(self, score: np.ndarray) -> np.ndarray:
         """Class probabilities (n, K) from :meth:`decision_binned`'s scores (logistic or softmax link)."""
-        if self.link == "logistic":
-            p1 = 0.5 * (1.0 + np.tanh(0.5 * score))  # sigmoid without overflow
-            return np.stack([1.0 - p1, p1], axis=1)
-        if self.link == "softmax":
-            z = score - score.max(axis=1, keepdims=True)
-            e = np.exp(z)
-            return e / e.sum(axis=1, keepdims=True)
+        if self.link in LINK_OF:
+            return LINK_OF[self.link].proba(score)
         raise ValueError(f"a model of {self.algorithm} (loss without a link) has no calibrated probabilities: "
                          "train it with --loss logistic, or use --algo softmax")
 

@@ -296,7 +296,10 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
     def _has_proba(self) -> bool:
         if hasattr(self, "model_"):
             return self.model_.link is not None
-        return self._algo == "softmax" or getattr(self, "loss", None) == "logistic"
+        from .boost.losses import LOSSES
+
+        loss = LOSSES.get(getattr(self, "loss", None) or "")
+        return self._algo == "softmax" or (loss is not None and loss.link is not None)
 
     @available_if(_has_proba)
     def predict_proba(self, X, domain=None) -> np.ndarray:

@@ -66,6 +66,7 @@ import numpy as np
 
 from . import boost, watchdog
 from ._ext import _exact
+from .boost.losses import grows_trees
 from .boost.transfer import SOURCE_TRUST as CHOICES
 from .data.binning import DEFAULT_SAMPLE, fit_edges, sample_rows
 from .errors import CollectiveError
@@ -120,7 +121,7 @@ def strategy_run(strategy: str, algorithm: str, params: dict, target: int, n_tar
         return algorithm, dict(params)
     base = boost.get(BASELINE)
     out = {k: v for k, v in params.items() if k not in _NOT_CARRIED and v is not None and base.has(k)}
-    if out.get("weak_learner") == "tree":
+    if grows_trees(out):
         leaf = int(out.get("min_data_in_leaf") or base.declared("min_data_in_leaf").default)
         if strategy == "pooled":
             out.update(loss="logistic")

@@ -15,6 +15,7 @@ import math
 from typing import Optional
 
 from .base import Hypothesis, Param
+from .losses import loss_of
 from .params import GRAD_BINS, LEARNING_RATE, ROW_WEIGHTS, SAMPLING
 from .reweighting import Reweighting
 
@@ -43,7 +44,7 @@ class AdaBoost(Reweighting):
 
     @classmethod
     def check_params(cls, params: dict, given) -> None:
-        if params["loss"] == "logistic":
+        if loss_of(params).newton:
             bad = [flag for name, flag in (("search", "--search sample"), ("train_domain", "--train-domain"),
                                            ("entity_balanced", "--entity-balanced"))
                    if given.get(name) not in (None, False, "histogram")]
@@ -54,17 +55,17 @@ class AdaBoost(Reweighting):
                                  "the Newton gain")
 
     def setup(self, data, proto, seed: int = 0) -> None:
-        if self.params["loss"] != "logistic":
+        if not loss_of(self.params).newton:
             return super().setup(data, proto, seed)
         from .newton import NewtonBoost
 
         self.check_data(data)
         self.data, self.proto, self.seed = data, proto, int(seed)
         self.newton = NewtonBoost(data, proto, self.params, 1, seed=self.seed)
-        self.model = self.new_model(data, output="sign", link="logistic")
+        self.model = self.new_model(data, output="sign", link=loss_of(self.params).link)
 
     def select(self, t: int) -> Optional[Hypothesis]:
-        if self.params["loss"] == "logistic":
+        if loss_of(self.params).newton:
             return self.newton.select(t)
         stump, err, metrics = self.choose_and_rate(t)
         if err >= 0.5:
@@ -74,7 +75,7 @@ class AdaBoost(Reweighting):
         return Hypothesis(stump, alpha, metrics)
 
     def apply(self, h: Hypothesis) -> dict:
-        if self.params["loss"] == "logistic":
+        if loss_of(self.params).newton:
             errors = self.newton.apply(h)
             self.model.append(h.stump, h.coef)
             return {"train_errors": errors}

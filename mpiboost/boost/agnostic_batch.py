@@ -72,6 +72,7 @@ from ..protocol import fixed_point
 from ..weak.class_stump import PACKED_SIZE
 from ..weak.stump import MAX_SAMPLES, Stump
 from .base import Algorithm, Hypothesis, Param
+from .losses import grows_trees
 from .params import TREE_NEWTON
 
 WEAK_LEARNER = Param(
@@ -197,7 +198,7 @@ class AgnosticBatch(Algorithm):
             self._ids = np.arange(data.start, data.start + n, dtype=np.int64)
         self.model = self.new_model(data, output="argmax")
         self.spec = None
-        if self.params["weak_learner"] == "tree":
+        if grows_trees(self.params):
             from ..weak.tree import TreeGrower, TreeSpec
 
             self.spec = TreeSpec.from_params(self.params)
@@ -206,7 +207,7 @@ class AgnosticBatch(Algorithm):
 
     def _default_gamma(self) -> float:
         """min(0.3, a0 / 2): a0 the weak learner's accuracy on the true labels (class trees: its reach)."""
-        if self.params["weak_learner"] == "tree":
+        if grows_trees(self.params):
             return min(GAMMA_CAP, min(int(self.params["max_leaves"]), self.K) / (2.0 * self.K))
         self.P = np.eye(self.K)[self.y]  # the true labels as the relabelled masses
         v = self.proto.broadcast_hypothesis(self._fit_fractional(), PACKED_SIZE)

@@ -69,6 +69,7 @@ from ..weak.stump import StumpLearner
 from ..weak.tree import Tree, as_stump, stump_tree
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
+from .losses import grows_trees
 from .params import SAMPLING
 
 _TASK_DRAW = 0x15A7  # RNG stream of the outer rounds' task draws
@@ -203,7 +204,7 @@ class ISMultitask(Algorithm):
             self.lam = np.minimum(lam / np.maximum(self.distances, np.finfo(float).tiny), LAMBDA_MAX)
             np.fill_diagonal(self.lam, 0.0)
         self.model = self.new_model(data, output="sign")
-        self.use_trees = self.params.get("weak_learner") == "tree"
+        self.use_trees = grows_trees(self.params)
         if self.params["start"] == "logistic":
             key = ("logistic_start", self.params["start_task_splits"], *self._fit_key("start_rounds"))
             if key not in data.extra:
@@ -477,7 +478,7 @@ class _Block:
         self.cols = data.cols if rows is None else np.ascontiguousarray(data.cols[:, rows])
         self.y = data.y if rows is None else np.ascontiguousarray(data.y[rows])
         self.labels = np.ones(self.n, dtype=np.int8)  # the step's pseudo-labels (the learner reads them)
-        if params.get("weak_learner") == "tree":
+        if grows_trees(params):
             from ..weak.tree import TreeClassifierLearner, TreeSpec
 
             # the Case-1 step's weak learner: a sign tree for the step's costs as weights and its pseudo-labels

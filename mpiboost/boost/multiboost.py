@@ -107,6 +107,7 @@ from ..protocol import Protocol
 from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param
 from .linesearch import exponential_family, minimize_max
+from .losses import grows_trees, loss_of
 from .params import TREE, WEAK_LEARNER_TREE_EXACT
 
 STEP_RULES = ("line-search", "lemma1", "closed-form", "sqrt")
@@ -320,13 +321,13 @@ class MultiBoost(Algorithm):
     def defaults_for_rounds(cls, params, rounds: int) -> dict:
         if not cls.has("learning_rate"):
             return {}
-        return {"learning_rate": tree_learning_rate(rounds) if params.get("weak_learner") == "tree" else 1.0}
+        return {"learning_rate": tree_learning_rate(rounds) if grows_trees(params) else 1.0}
 
     @classmethod
     def check_params(cls, params: dict, given) -> None:
         if params.get("q_calibrate") and given.get("q_temperature") is not None:
             raise ValueError(f"{cls.name}: --q-calibrate chooses Q's temperature; give it or --q-temperature, not both")
-        if params.get("loss") == "logistic" and params.get("step") in ("lemma1", "closed-form"):
+        if loss_of(params).newton and params.get("step") in ("lemma1", "closed-form"):
             raise ValueError(f"{cls.name}: --step {params['step']} is a rule of the exponential loss; --loss "
                              "logistic takes --step line-search or sqrt")
 
@@ -339,8 +340,8 @@ class MultiBoost(Algorithm):
         self.active_tol = float(self.params["active_tol"])
         self.temperature = float(self.params.get("temperature", 0.0))
         self.step_c = float(self.params.get("step_c", 1.0))
-        self.logistic = self.params.get("loss", "exponential") == "logistic"
-        self.use_trees = self.params.get("weak_learner") == "tree"
+        self.logistic = loss_of(self.params).newton
+        self.use_trees = grows_trees(self.params)
         self.nu = 1.0  # FedMultiBoost keeps the paper's step
         if self.has("learning_rate"):
             if self.params.get("learning_rate") is None:
@@ -394,7 +395,7 @@ class MultiBoost(Algorithm):
         self.domain = np.ascontiguousarray(data.domain, dtype=np.int32)
         self._binary = _histogram.binary_columns(data.cols)
         self.n_bins = np.ascontiguousarray(data.bins.n_bins, dtype=np.int64)
-        self.model = self.new_model(data, domain_classifier=self.clf, link="logistic" if self.logistic else None)
+        self.model = self.new_model(data, domain_classifier=self.clf, link=loss_of(self.params).link)
         self.grower = None
         if self.use_trees:
             from ..weak.tree import TreeGrower, TreeSpec

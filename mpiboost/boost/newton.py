@@ -30,14 +30,13 @@ import numpy as np
 from .._ext import _tree
 from ..weak.tree import TreeGrower, TreeSpec, gh_shift
 from .base import Hypothesis
-
-MIN_FRACTION = 1e-15
+from .losses import LOGISTIC, SOFTMAX, grows_trees
 
 
 def _threads() -> int:
     from .._ext import _openmp
 
-    return int(_openmp.get_max_threads())  # a class absent from the training rows starts at log(1e-15), not -inf
+    return int(_openmp.get_max_threads())
 
 
 class NewtonBoost:
@@ -55,11 +54,12 @@ class NewtonBoost:
 
     def __init__(self, data, proto, params: dict, K: int, seed: int = 0) -> None:
         self.data, self.proto, self.K = data, proto, int(K)
+        self.loss = LOGISTIC if self.K == 1 else SOFTMAX
         self.lr = float(params["learning_rate"])
         self.grad_bins = int(params.get("grad_bins") or 0)
         self.seed = int(seed) & ((1 << 64) - 1)
         spec = TreeSpec.from_params(params)
-        if params.get("weak_learner", "tree") != "tree":
+        if "weak_learner" in params and not grows_trees(params):
             spec = TreeSpec(**{**spec.__dict__, "max_leaves": 2})  # a Newton stump
         self.spec = spec
         self.grower = TreeGrower(spec, proto, data.cols, data.bins.n_bins)
@@ -77,12 +77,7 @@ class NewtonBoost:
         else:
             local = np.bincount(np.asarray(data.y, dtype=np.int64), minlength=self.K).astype(np.int64)
         counts = proto.reduce_counts(local)
-        total = max(int(data.n_global), 1)
-        if self.K == 1:
-            pos = min(max(int(counts[0]) / total, MIN_FRACTION), 1.0 - MIN_FRACTION)
-            self.init = np.array([math.log(pos / (1.0 - pos))])
-        else:
-            self.init = np.array([math.log(max(int(c) / total, MIN_FRACTION)) for c in counts])
+        self.init = self.loss.start(counts, int(data.n_global))
         self._cache = None  # (tree, each local row's leaf) of the tree last grown
         self._q = None  # the quantized channels (grad_bins), reused every round
         self.started = False  # a tree (holding the start in its leaves) was added
@@ -90,11 +85,7 @@ class NewtonBoost:
     def gradients(self) -> None:
         """Fill ``gh`` with the units of every row's gradients and hessians at ``F`` (+ the start)."""
         init = np.zeros(self.K) if self.started else self.init  # the start is in the first tree's leaves
-        if self.K == 1:
-            _tree.logistic_units(np.ascontiguousarray(self.F[:, 0]), float(init[0]), self.target01, self.shift,
-                                 self.gh)
-        else:
-            _tree.softmax_units(self.F, np.ascontiguousarray(init), self.cls, self.shift, self.gh)
+        self.loss.units(self.F, init, self.target01 if self.K == 1 else self.cls, self.shift, self.gh)
 
     def select(self, t: int) -> Optional[Hypothesis]:
         """Round t's tree; None when it cannot split (after the first round)."""

@@ -12,6 +12,7 @@ import numpy as np
 from ..protocol import Protocol
 from ..weak.stump import Stump, StumpLearner
 from .base import Algorithm, domain_index
+from .losses import grows_trees
 
 
 class Reweighting(Algorithm):
@@ -57,7 +58,7 @@ class Reweighting(Algorithm):
     def make_learner(self, data, proto: Protocol):
         """The weak learner (binary stumps; SAMME overrides it with class stumps)."""
         self.margin = np.zeros(data.n_local)
-        if self.params.get("weak_learner") == "tree":
+        if grows_trees(self.params):
             from ..weak.tree import SignTreeLearner, TreeSpec
 
             return SignTreeLearner(TreeSpec.from_params(self.params), proto, data.cols, data.y, data.bins.n_bins,

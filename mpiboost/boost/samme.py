@@ -24,6 +24,7 @@ import numpy as np
 from ..weak.class_stump import SPLITS, ClassStumpLearner
 from .adaboost import ERROR_CLIP
 from .base import Hypothesis, Param
+from .losses import grows_trees
 from .params import ROW_WEIGHTS, SAMPLING_CLASS as SAMPLING
 from .reweighting import Reweighting
 
@@ -57,7 +58,7 @@ class SAMME(Reweighting):
     def make_learner(self, data, proto):
         self.K = int(data.n_classes)
         self.margin = np.zeros((data.n_local, self.K))  # per-class scores of the ensemble
-        if self.params["weak_learner"] == "tree":
+        if grows_trees(self.params):
             # class trees grow by the weighted Gini gain (--split chooses the stump's rule)
             from ..weak.tree import TreeClassifierLearner, TreeSpec
 

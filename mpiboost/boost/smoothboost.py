@@ -50,6 +50,7 @@ import numpy as np
 
 from .base import Hypothesis, Param
 from .cells import CellWeights, project
+from .losses import grows_trees
 from .params import BETA, ENTITY_BALANCED, N_SAMPLES, SAMPLE_FACTOR, SEARCH, TRAIN_DOMAIN, TREE, WEAK_LEARNER
 from .reweighting import Reweighting
 
@@ -156,7 +157,7 @@ class SmoothBoost(Reweighting):
         if self.params["gamma"] is None:
             # Made without the driver (which passes gamma_for_rounds): the values validated at 10% label
             # noise for long runs; trees reach their edge faster than stumps and need a larger shrink.
-            self.params["gamma"] = GAMMA_TREE if self.params.get("weak_learner") == "tree" else GAMMA_STUMP
+            self.params["gamma"] = GAMMA_TREE if grows_trees(self.params) else GAMMA_STUMP
         self.gamma = float(self.params["gamma"])
 
     def chance_hint(self, rounds: int) -> str:

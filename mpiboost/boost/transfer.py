@@ -56,6 +56,7 @@ from .._ext import _exact, _histogram, _transfer, _weights
 from ..protocol import FIXED_SHIFT, Protocol
 from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param, domain_index
+from .losses import grows_trees
 from .params import EXACT_TREES
 
 EPS_MIN = 1e-10  # a round with no target error gets this one (beta_t > 0)
@@ -294,7 +295,7 @@ class TransferBoosting(Algorithm):
         self.n_bins = np.ascontiguousarray(data.bins.n_bins, dtype=np.int64)
         self.beta_a = beta_a(self.n_source, self.rounds)
         self.tree_learner = None
-        if self.params.get("weak_learner") == "tree":
+        if grows_trees(self.params):
             from ..weak.tree import TreeClassifierLearner, TreeSpec
 
             self.tree_learner = TreeClassifierLearner(TreeSpec.from_params(self.params), proto, data.cols, data.y,

@@ -208,7 +208,7 @@ class TreeGrower:
         self._g = None  # (K, the NodeGrower): the buffers of growth, reused tree after tree
         self._fields = None  # (wh, wc, most rows) of this tree's packed words (grad_bins), else None
         if spec.exchange == "reduce-scatter" and proto is not None:
-            self._blocks = self._feature_blocks(proto.comm.size)
+            self._blocks = feature_blocks(self.off, proto.comm.size)
         else:
             self._blocks = None
 
@@ -216,17 +216,6 @@ class TreeGrower:
     @property
     def center(self) -> bool:
         return self.proto is None or self.proto.is_center
-
-    def _feature_blocks(self, size: int) -> np.ndarray:
-        """Feature ranges owned by each rank under reduce-scatter: contiguous, of about equal slots."""
-        slots = self.off
-        total = int(slots[-1])
-        bounds = [0]
-        for r in range(1, size):
-            bounds.append(int(np.searchsorted(slots, total * r / size, side="left")))
-        bounds.append(self.d)
-        bounds = np.maximum.accumulate(np.minimum(np.array(bounds), self.d))
-        return bounds
 
     def _reduce(self, hist: np.ndarray, rows: Optional[int] = None) -> Optional[np.ndarray]:
         """The global histogram where it is scanned: the center's full one, or this rank's block.
@@ -424,6 +413,18 @@ class TreeGrower:
             return 0
         b = self.proto.comm.bytes
         return int(b.sent + b.received)
+
+
+def feature_blocks(off: np.ndarray, size: int) -> np.ndarray:
+    """The feature ranges each of ``size`` ranks owns under reduce-scatter (``off``: packed histogram
+    offsets): contiguous, of about equal slots; rank r owns features ``bounds[r] .. bounds[r+1] - 1``."""
+    d = int(off.shape[0]) - 1
+    total = int(off[-1])
+    bounds = [0]
+    for r in range(1, size):
+        bounds.append(int(np.searchsorted(off, total * r / size, side="left")))
+    bounds.append(d)
+    return np.maximum.accumulate(np.minimum(np.array(bounds), d))
 
 
 def pack_sums(hist: np.ndarray) -> np.ndarray:

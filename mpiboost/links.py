@@ -1,0 +1,52 @@
+"""Links: how a model's scores become class probabilities, one object per link.
+
+The model (``predict_proba``) and the LightGBM export read them from :data:`LINKS`; the losses
+(:mod:`mpiboost.boost.losses`) name the link of their models.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Link:
+    """How scores become probabilities (one subclass per link)."""
+
+    name: str
+
+    def proba(self, score: np.ndarray) -> np.ndarray:
+        """Class probabilities (n, K) of a model's scores."""
+        raise NotImplementedError
+
+    def lightgbm_objective(self, n_classes: int) -> str:
+        """The objective line of a LightGBM model file whose raw scores are these."""
+        raise NotImplementedError
+
+
+class LogisticLink(Link):
+    """Binary: the score is the log-odds of the positive class."""
+
+    def proba(self, score: np.ndarray) -> np.ndarray:
+        score = score[:, 0] if score.ndim == 2 else score
+        p1 = 0.5 * (1.0 + np.tanh(0.5 * score))  # the sigmoid without overflow
+        return np.stack([1.0 - p1, p1], axis=1)
+
+    def lightgbm_objective(self, n_classes: int) -> str:
+        return "binary sigmoid:1"
+
+
+class SoftmaxLink(Link):
+    """K classes: the scores are log-probabilities up to a constant."""
+
+    def proba(self, score: np.ndarray) -> np.ndarray:
+        z = score - score.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def lightgbm_objective(self, n_classes: int) -> str:
+        return f"multiclass num_class:{n_classes}"
+
+
+LINKS = {"logistic": LogisticLink("logistic"), "softmax": SoftmaxLink("softmax")}
