@@ -12,6 +12,7 @@ The same tree on 1-4 ranks, uneven and empty blocks, a dedicated coordinator and
 exchanges: the registry-driven tests/test_conformance.py (every ``--weak-learner tree`` option).
 """
 import json
+import math
 
 import h5py
 import numpy as np
@@ -383,7 +384,7 @@ def test_logistic_trees_are_lightgbms_on_the_same_bins(tmp_path, rounds, missing
     y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), 1, -1).astype(np.int8)
     fmt.write_dataset(tmp_path / "d.h5", X, y)
     model = _model(tmp_path, "m", tmp_path / "d.h5", "--algo", "adaboost", "--loss", "logistic", "--weak-learner",
-                   "tree", "--rounds", rounds, "--min-data-in-leaf", 1)
+                   "tree", "--rounds", rounds, "--min-data-in-leaf", 1, "--grad-bins", 0)
     cols = np.empty((d, n), dtype=np.uint8)
     model.bins.transform(X, out=cols.T)
     ours = model.decision_binned(cols)
@@ -469,3 +470,43 @@ def test_packed_gradient_and_hessian_words_add_exactly():
             total += pack_sums(part)
         np.testing.assert_array_equal(unpack_sums(total), want)
         assert want[:, :K].min() >= -(2**15) and want[:, K:2 * K].max() < 2**16
+
+
+def test_quantized_first_tree_is_lightgbms_quantized_within_the_rounding(tmp_path):
+    """The quantized twin: LightGBM's use_quantized_grad (4 gradient bins, leaves renewed from the full-precision
+    gradients, as --grad-bins 4 does) on our bins grows the same first tree where the best splits are clear
+    (strong effects, 20,000 rows): the same splits, and leaf values equal to the float32 rounding, since both
+    renew them from full-precision sums. The two round at random with different generators, so only splits whose
+    gain stands far above the rounding noise can be compared."""
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(5)
+    n, d = 20000, 5
+    X = rng.standard_normal((n, d)).astype(np.float32)
+    logit = 3.0 * (X[:, 0] > 0.3) - 2.0 * (X[:, 1] > -0.5) + 0.2 * X[:, 2]
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), 1, -1).astype(np.int8)
+    fmt.write_dataset(tmp_path / "d.h5", X, y)
+    model = _model(tmp_path, "q", tmp_path / "d.h5", "--algo", "adaboost", "--loss", "logistic", "--weak-learner",
+                   "tree", "--rounds", 1, "--min-data-in-leaf", 1, "--max-leaves", 3, "--grad-bins", 4)
+    cols = np.empty((d, n), dtype=np.uint8)
+    model.bins.transform(X, out=cols.T)
+    Xb = cols.T.astype(np.float64)
+    params = dict(objective="binary", num_leaves=3, min_data_in_leaf=1, min_sum_hessian_in_leaf=1e-3, lambda_l2=0.0,
+                  learning_rate=0.1, max_bin=1024, min_data_in_bin=1, verbose=-1, feature_pre_filter=False,
+                  deterministic=True, num_threads=1, use_quantized_grad=True, num_grad_quant_bins=4,
+                  quant_train_renew_leaf=True, stochastic_rounding=True)
+    booster = lgb.train(params, lgb.Dataset(Xb, label=(y > 0).astype(int), params=params), num_boost_round=1)
+    tree = model.trees[0]
+    info = booster.dump_model()["tree_info"][0]["tree_structure"]
+    splits = []
+
+    def walk(node):
+        if "split_feature" in node:
+            splits.append((node["split_feature"], int(math.floor(node["threshold"]))))
+            walk(node["left_child"])
+            walk(node["right_child"])
+    walk(info)
+    ours = [(int(tree.feature[k]), int(tree.bin[k])) for k in range(tree.n_nodes) if tree.feature[k] >= 0]
+    assert sorted(ours) == sorted(splits) and {f for f, _ in ours} == {0, 1}
+    theirs = booster.predict(Xb, raw_score=True)
+    np.testing.assert_allclose(model.decision_binned(cols), theirs, atol=1e-6)

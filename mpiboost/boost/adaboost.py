@@ -16,7 +16,7 @@ from typing import Optional
 
 from .base import Hypothesis, Param
 from .losses import loss_of
-from .params import GRAD_BINS, LEARNING_RATE, ROW_WEIGHTS, SAMPLING
+from .params import GRAD_BINS_BINARY, LEARNING_RATE, ROW_WEIGHTS, SAMPLING
 from .reweighting import Reweighting
 
 ERROR_CLIP = 1e-12
@@ -38,7 +38,7 @@ class AdaBoost(Reweighting):
               choices=("exponential", "logistic"), origin="beyond"),
         Param("learning_rate", float, 0.1, LEARNING_RATE.help, low=0.0, high=1.0, low_open=True,
               when=("loss", "logistic")),
-        Param(**{**GRAD_BINS.__dict__, "when": ("loss", "logistic")}),
+        Param(**{**GRAD_BINS_BINARY.__dict__, "when": ("loss", "logistic")}),
         *ROW_WEIGHTS,
     )
 
