@@ -13,7 +13,8 @@ each with a 100k-row test set. Configurations, T = --rounds trees of --leaves le
 * mpiboost ``train --algo adaboost --loss logistic --weak-learner tree`` as ``-n 1 x threads``
   and ``-n 2 x threads/2`` (histograms reduced to the center, and reduce-scatter), timed from its
   metrics summary (load + binning + rounds) and as a whole process;
-* mpiboost again with ``--grad-bins B`` (quantized gradients; --grad-bins, default 4; 0: not run);
+* the same three with ``--grad-bins 0`` (full precision) and ``--grad-bins B`` (quantized gradients,
+  --grad-bins, default 4: the binary default; 0: only the full-precision runs);
 * LightGBM (``num_leaves``, ``max_depth``), LightGBM with ``use_quantized_grad=True`` (its defaults
   otherwise: 4 gradient bins, no leaf renewal), XGBoost (``hist``, ``grow_policy=lossguide``,
   ``max_leaves``), scikit-learn ``HistGradientBoostingClassifier`` (``max_leaf_nodes``, no early
@@ -151,9 +152,7 @@ def run_ours(args, mpiexec: str, train: str, test: str, ranks: int, threads: int
     cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "mpiboost", "train", "--algo", "adaboost", "--loss",
            "logistic", "--weak-learner", "tree", "--max-leaves", str(args.leaves), "--max-depth", str(args.depth),
            "--tree-exchange", exchange, "--data", train, "--rounds", str(args.rounds), "--model", model,
-           "--threads", str(threads), "--quiet", "--metrics", metrics]
-    if grad_bins:
-        cmd += ["--grad-bins", str(grad_bins)]
+           "--threads", str(threads), "--quiet", "--metrics", metrics, "--grad-bins", str(grad_bins)]
     wall, out, err, rc = run_cmd(cmd, args.timeout)
     if rc:
         return {"error": (err or out)[-1500:], "command": shlex.join(cmd)}
