@@ -140,6 +140,31 @@ def test_model_file_round_trip_and_lightgbm_export(files, case, tmp_path):
     doc = json.loads(model.to_json())
     if model.has_trees:
         assert len(doc["trees"]) == model.n_stumps and all("tree" in e for e in doc["ensemble"])
+        _exported_numbers_round_trip(model, out.read_text())
+
+
+def _exported_numbers_round_trip(model, text: str) -> None:
+    """Every threshold and leaf value the LightGBM file holds parses back to our double, bit for bit (a format
+    of 15 significant digits would change most of them in the last bits)."""
+    blocks = text.split("\nTree=")[1:]
+    coef = model.vote_coefficients()
+    K = model.n_classes if model.output == "argmax" else 1
+    exact = 0
+    for index, block in enumerate(blocks):
+        t, k = divmod(index, K)
+        tree = model.trees[int(model.tree[t])]
+        fields = dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line)
+        values = [float(v) for v in fields["leaf_value"].split()]
+        want = [float(coef[t]) * float(tree.value[i, k]) for i in range(tree.n_nodes) if tree.feature[i] < 0]
+        assert [v.hex() for v in values] == [w.hex() for w in want]
+        if "threshold" in fields:
+            internal = [i for i in range(tree.n_nodes) if tree.feature[i] >= 0]
+            got = [float(v) for v in fields["threshold"].split()]
+            ours = [model.bins.threshold(int(tree.feature[i]), int(tree.bin[i])) for i in internal]
+            ours = [min(x, 1.7976931348623157e308) for x in ours]  # the last bin's +inf, as the largest double
+            assert [v.hex() for v in got] == [w.hex() for w in ours]
+            exact += sum(len(repr(w)) > 17 for w in want + ours)
+    assert exact > 0  # some numbers need all 17 digits: the check can tell a short format from the exact one
 
 
 def test_damaged_trees_are_refused(files, tmp_path):
