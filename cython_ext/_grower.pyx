@@ -206,9 +206,12 @@ cdef class NodeGrower:
                 self.word_rows_max = hi - lo
             # below the root the rows are scattered: their row-major bins, prefetched (one cache line
             # per row, not one per feature), cost about the columns' at half the rows and 2-6x less at
-            # 1/32 to 1/128 of them (1M x 28, 2 threads)
+            # 1/32 to 1/128 of them (1M x 28, 2 threads: the rounds 6% faster in all). Where most
+            # features are 0/1 the columns' masked sums win (1.6M x 21 binary: 25% faster rounds), and
+            # the row-major bins serve the scattered nodes only.
             word_histogram_core(&self.XT[0, 0], self.n, self.d, &self.words[0, 0], self.K, rp, identity, lo, hi,
-                                &self.dense[0], &self.binary[0], &self.fs[0], NULL if identity else &self.XR[0, 0],
+                                &self.dense[0], &self.binary[0], &self.fs[0],
+                                &self.XR[0, 0] if not identity and (scattered or self.ng >= self.nm) else NULL,
                                 &self.wbuf[0], &self.wscratch[0], self.mt)
             unpack_core(&self.dense[0], &self.off[0], self.d, self.K, self.wh, self.wc, <int64_t*> out)
         elif scattered:
