@@ -70,7 +70,7 @@ from ..weak.tree import Tree, as_stump, stump_tree
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
 from .losses import grows_trees
-from .params import SAMPLING
+from .params import GRAD_BINS_BINARY, SAMPLING
 
 _TASK_DRAW = 0x15A7  # RNG stream of the outer rounds' task draws
 _TASK_CYCLE = 0x15A8  # RNG stream of the cycles' task orders
@@ -285,15 +285,17 @@ class ISMultitask(Algorithm):
         from .newton import NewtonBoost
 
         data, v = self.data, self.valid
-        params = {**self.params, "weak_learner": "tree", "learning_rate": START_LEARNING_RATE}
+        # the forest `adaboost --loss logistic --weak-learner tree` grows by default (quantized gradients too)
+        params = {**self.params, "weak_learner": "tree", "learning_rate": START_LEARNING_RATE,
+                  "grad_bins": GRAD_BINS_BINARY.default}
         d = int(data.cols.shape[0])
         splits = self.task_splits()
         if splits:
             n_bins = np.concatenate([np.asarray(data.bins.n_bins), np.full(self.J, 2)]).astype(
                 np.asarray(data.bins.n_bins).dtype)
             data = SimpleNamespace(cols=self._with_tasks(data.cols, data.domain), y=data.y, n_local=data.n_local,
-                                   n_global=data.n_global, bins=SimpleNamespace(n_bins=n_bins))
-        boost = NewtonBoost(data, self.proto, params, 1)
+                                   n_global=data.n_global, bins=SimpleNamespace(n_bins=n_bins), start=data.start)
+        boost = NewtonBoost(data, self.proto, params, 1, seed=self.seed)
         n_valid = int(self.proto.reduce_counts(np.array([len(v.y)], dtype=np.int64))[0]) if v is not None else 0
         if n_valid:
             vcols = self._with_tasks(v.cols, v.domain) if splits else v.cols
