@@ -5,24 +5,25 @@ The model (``predict_proba``) and the LightGBM export read them from :data:`LINK
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
 
 
 @dataclass(frozen=True)
-class Link:
+class Link(ABC):
     """How scores become probabilities (one subclass per link)."""
 
     name: str
 
+    @abstractmethod
     def proba(self, score: np.ndarray) -> np.ndarray:
         """Class probabilities (n, K) of a model's scores."""
-        raise NotImplementedError
 
+    @abstractmethod
     def lightgbm_objective(self, n_classes: int) -> str:
         """The objective line of a LightGBM model file whose raw scores are these."""
-        raise NotImplementedError
 
 
 class LogisticLink(Link):
