@@ -7,7 +7,7 @@
 from cython.parallel cimport prange
 from libc.string cimport memset
 
-from _typedefs cimport bin_t, fixed_t, idx_t, MISSING_BIN
+from _typedefs cimport bin_t, fixed_t, idx_t, FEATURE_THREADS_MIN_CELLS, MISSING_BIN
 
 cdef enum:
     CHANNEL_BLOCK = 1024  # rows per block: their gradient rows stay in L1 while every feature is scanned
@@ -189,7 +189,7 @@ cdef inline void channel_histogram_core(const bin_t[:, ::1] XT, const fixed_t* g
     cdef idx_t nt = _plan(H, P * C, n, d, max_threads, &nf)
     if nt == 0:
         return
-    if nt == 1 and nf > 1 and n >= 256:
+    if nt == 1 and nf > 1 and n * d >= FEATURE_THREADS_MIN_CELLS:
         # too few rows to split between threads: split the features instead (each thread owns its
         # features' slots; the node's gradient rows are few enough to stay in cache for all of them)
         for j in prange(nf, schedule="static", num_threads=nf):
@@ -266,7 +266,7 @@ cdef inline void channel_rows_core(const bin_t* XR, idx_t d, const fixed_t* gh, 
     cdef idx_t nt = _plan(H, P * C, n, d, max_threads, &nf)
     if nt == 0:
         return
-    if nt == 1 and nf > 1 and n >= 256:
+    if nt == 1 and nf > 1 and n * d >= FEATURE_THREADS_MIN_CELLS:
         for j in prange(nf, schedule="static", num_threads=nf):
             _rows_hist_features(XR, d, gh, C, rows, lo, hi, off, nbs, H, j * d // nf, (j + 1) * d // nf)
         return

@@ -93,7 +93,7 @@ def quantize(const double[::1] g, const double[::1] h, double g_scale, double h_
         raise ValueError("the scales must be positive")
     cdef double gi = 1.0 / g_scale, hi = 1.0 / h_scale
     cdef uint64_t sg = 2 * stream, sh = 2 * stream + 1
-    for i in prange(n, nogil=True, schedule="static", num_threads=max(1, threads)):
+    for i in prange(n, nogil=True, schedule="static", num_threads=max(1, threads) if n >= 32768 else 1):
         x = g[i] * gi
         x = floor(x + _uniform(seed, rnd, <uint64_t>(first_row + i), sg))
         if g_bound > 0:
@@ -142,7 +142,7 @@ def quantize_units(const int64_t[:, ::1] gh, int K, double unit, double g_scale,
     cdef uint64_t base = _mix(_mix(seed * _GOLDEN + 1) ^ (rnd * _K_ROUND)), zr
     gi = 1.0 / g_scale
     hi = 1.0 / h_scale
-    for i in prange(n, nogil=True, schedule="static", num_threads=max(1, threads)):
+    for i in prange(n, nogil=True, schedule="static", num_threads=max(1, threads) if n >= 32768 else 1):
         # _uniform's key mixed in stages: (seed, round) once per call, the row once per row
         zr = _mix(base ^ (<uint64_t>(first_row + i) * _K_ROW))
         for k in range(K):

@@ -22,6 +22,64 @@ cdef inline double _term(double G, double H, double l2) noexcept nogil:
     return G * G / (H + l2)
 
 
+cdef inline bint _empty(const fixed_t* slot, idx_t C) noexcept nogil:
+    cdef idx_t k
+    for k in range(C):
+        if slot[k] != 0:
+            return False
+    return True
+
+
+cdef inline void _newton1_try(fixed_t G, fixed_t H, long long NL, long long NR, long long lo_rows, fixed_t tG,
+                             fixed_t tHu, double tH, double parent, double g_scale, double h_scale, double l2,
+                             double min_hess, idx_t j, idx_t b, int ml, split_t* best) noexcept nogil:
+    """One candidate of :func:`_best_newton1` (left sums G, H; NL, NR rows): kept when strictly better."""
+    cdef double HL, HR, gain
+    if NL < lo_rows or NR < lo_rows:
+        return
+    HL = H * h_scale
+    HR = (tHu - H) * h_scale
+    if HL < min_hess or HR < min_hess:
+        return
+    HR = tH - HL
+    gain = -parent + _term(G * g_scale, HL, l2) + _term((tG - G) * g_scale, HR, l2)
+    if gain > best.gain:
+        best.gain, best.feature, best.bin, best.missing_left = gain, <int> j, <int> b, ml
+
+
+cdef inline void _best_newton1(const fixed_t* hist, const long long* off, idx_t C, double g_scale, double h_scale,
+                               double l2, long long min_data, double min_hess, idx_t f_lo, idx_t f_hi,
+                               const fixed_t* tot, double parent, split_t* out) noexcept nogil:
+    """best_split_core's scan for one class and the Newton gain, with the sums in scalars: the same
+    candidates in the same order and the same floating-point expressions, hence the same split."""
+    cdef idx_t j, b, nb, base, s, m
+    cdef double tH = tot[1] * h_scale
+    cdef long long N = tot[2], NM, c, lo_rows = min_data if min_data > 1 else 1
+    cdef fixed_t G, H, tG = tot[0], tHu = tot[1], GM, HM
+    out.gain, out.feature, out.bin, out.missing_left = 0.0, -1, 0, 0
+    for j in range(f_lo, f_hi):
+        base = off[j]
+        nb = off[j + 1] - base - 1
+        m = (base + nb) * C
+        GM, HM, NM = hist[m], hist[m + 1], hist[m + 2]
+        G = 0
+        H = 0
+        c = 0
+        for b in range(nb):
+            s = (base + b) * C
+            if b > 0 and hist[s] == 0 and hist[s + 1] == 0 and hist[s + 2] == 0:
+                continue  # the same candidates as bin b - 1
+            G += hist[s]
+            H += hist[s + 1]
+            c += hist[s + 2]
+            if N - c < lo_rows:
+                break  # too few rows right, here and at every later bin
+            _newton1_try(G, H, c, N - c, lo_rows, tG, tHu, tH, parent, g_scale, h_scale, l2, min_hess, j, b, 0, out)
+            if NM:
+                _newton1_try(G + GM, H + HM, c + NM, N - c - NM, lo_rows, tG, tHu, tH, parent, g_scale, h_scale, l2,
+                             min_hess, j, b, 1, out)
+
+
 cdef inline void best_split_core(const fixed_t* hist, const long long* off, idx_t C, int K, double g_scale, double h_scale,
                           double l2, long long min_data, double min_hess, int criterion, idx_t f_lo, idx_t f_hi,
                           fixed_t* tot, fixed_t* L, split_t* out) noexcept nogil:
@@ -48,6 +106,9 @@ cdef inline void best_split_core(const fixed_t* hist, const long long* off, idx_
     if criterion == GAIN_NEWTON:
         for k in range(K):
             parent += _term(tot[k] * g_scale, tot[K + k] * h_scale, l2)
+    if K == 1 and criterion == GAIN_NEWTON:
+        _best_newton1(hist, off, C, g_scale, h_scale, l2, min_data, min_hess, f_lo, f_hi, tot, parent, out)
+        return
     for j in range(f_lo, f_hi):
         base = off[j]
         nb = off[j + 1] - base - 1
@@ -55,8 +116,13 @@ cdef inline void best_split_core(const fixed_t* hist, const long long* off, idx_
         for k in range(C):
             L[k] = 0
         for b in range(nb):
+            s = (base + b) * C
+            if b > 0 and _empty(hist + s, C):
+                continue  # the same candidates as bin b - 1, hence no strictly larger gain
             for k in range(C):
-                L[k] += hist[(base + b) * C + k]
+                L[k] += hist[s + k]
+            if N - L[2 * K] == 0 or N - L[2 * K] < min_data:
+                break  # too few rows right, here and (counts >= 0) at every later bin, missing left or right
             for ml in range(2):
                 if ml == 1 and NM == 0:
                     continue  # the same partition as missing right

@@ -21,7 +21,7 @@ from libc.string cimport memset
 
 from _channel_kernels cimport channel_histogram_core, channel_rows_core
 from _split_kernels cimport GAIN_ERROR, GAIN_NEWTON, best_split_core, partition_core, split_t, _goes_left
-from _superacc cimport mb_get_max_threads
+from _superacc cimport mb_get_max_threads, threads_for
 from _typedefs cimport bin_t, fixed_t, idx_t, MISSING_BIN
 
 cnp.import_array()
@@ -267,7 +267,7 @@ def tree_leaves(const bin_t[:, ::1] XT, const node_t[::1] feature, const node_t[
     if out.shape[0] != n or feature.shape[0] < 1:
         raise ValueError("shape mismatch")
     with nogil:
-        for i in prange(n, schedule="static"):
+        for i in prange(n, schedule="static", num_threads=threads_for(n)):
             out[i] = _leaf_of(XT, i, &feature[0], &bin[0], &missing_left[0], &left[0], &right[0])
 
 
@@ -283,7 +283,7 @@ def add_trees(const bin_t[:, ::1] XT, const node_t[::1] feature, const node_t[::
     if out.shape[0] != n or out.shape[1] != V or start.shape[0] != T + 1:
         raise ValueError("shape mismatch")
     with nogil:
-        for i in prange(n, schedule="static"):
+        for i in prange(n, schedule="static", num_threads=threads_for(n)):
             for t in range(T):
                 s = start[t]
                 leaf = _leaf_of(XT, i, &feature[s], &bin[s], &missing_left[s], &left[s], &right[s])
@@ -304,7 +304,7 @@ def logistic_units(const double[::1] F, double init, const double[::1] target, i
     cdef fixed_t u
     if target.shape[0] != n or gh.shape[0] != n or gh.shape[1] != 3:
         raise ValueError("shape mismatch")
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         z = F[i] + init
         p = 1.0 / (1.0 + exp(-z))  # exp(-z) = inf gives p = 0 (a quarter of tanh's cost)
         gh[i, 0] = <fixed_t> llrint((p - target[i]) * scale)
@@ -325,7 +325,7 @@ def softmax_units(const double[:, ::1] F, const double[::1] init, const int[::1]
     if init.shape[0] != K or cls.shape[0] != n or gh.shape[0] != n or gh.shape[1] != 2 * K + 1 or K < 2:
         raise ValueError("shape mismatch")
     factor = K / (K - 1.0)
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         m = F[i, 0] + init[0]
         for k in range(1, K):
             if F[i, k] + init[k] > m:
@@ -354,7 +354,7 @@ def add_leaves(double[:, ::1] F, const double[:, ::1] value, const node_t[::1] l
         raise ValueError("shape mismatch")
     if (K == 1 and sign.shape[0] != n) or (K > 1 and cls.shape[0] != n):
         raise ValueError("shape mismatch")
-    for i in prange(n, nogil=True, schedule="static"):
+    for i in prange(n, nogil=True, schedule="static", num_threads=threads_for(n)):
         for k in range(K):
             F[i, k] = F[i, k] + value[leaf[i], k]
         if K == 1:

@@ -5,7 +5,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memset
 
 from _prefetch cimport mb_prefetch
-from _typedefs cimport bin_t, idx_t, MISSING_BIN
+from _typedefs cimport bin_t, idx_t, FEATURE_THREADS_MIN_CELLS, MISSING_BIN
 
 cdef enum:
     PREFETCH = 16  # rows ahead: a scattered node's next bins are requested while this row is added
@@ -181,7 +181,7 @@ cdef inline void word_histogram_core(const bin_t* XT, idx_t n_all, idx_t d, cons
             a = lo + t * n // nt
             b = lo + (t + 1) * n // nt
             _rowsK(XR, d, buf + (a - lo) * K, K, rp, a, b, scratch + t * size, 0, d)
-    elif nt == 1 and nf > 1 and n >= 256:
+    elif nt == 1 and nf > 1 and n * d >= FEATURE_THREADS_MIN_CELLS:
         # few rows: each thread owns some features' slots (the node's words stay in cache for all)
         for t in prange(nf, schedule="static", num_threads=nf):
             _build(XT, n_all, buf, K, rp, identity, lo, hi, H, fs + t * d // nf, (t + 1) * d // nf - t * d // nf, bf)

@@ -50,7 +50,7 @@ def _binned(rng, n, d, nb, kind):
 
 
 @pytest.mark.parametrize("n,d,K,B,kind", [(0, 3, 1, 4, "random"), (1, 1, 1, 4, "random"), (700, 9, 1, 4, "random"),
-                                          (5000, 6, 1, 16, "skewed"), (3000, 5, 3, 4, "equal"),
+                                          (5000, 6, 1, 16, "skewed"), (3000, 5, 3, 4, "equal"), (12000, 9, 1, 4, "random"),
                                           (40000, 7, 1, 2, "random"), (40000, 5, 2, 5, "skewed")])
 def test_word_histograms_are_the_channel_sums(threads, n, d, K, B, kind):
     rng = np.random.default_rng(n + d + K + B)
@@ -127,7 +127,7 @@ def test_grower_on_words_is_the_grower_on_channels(monkeypatch, B):
     assert _qhist.largest_fitting((B + 1) // 2, B) < n or B == 4
 
     def grow(grad_bins):
-        leaf = lambda s: np.array([-s[0] / max(s[1], 1)])  # noqa: E731
+        leaf = lambda s: -s[:, :1] / np.maximum(s[:, 1:2], 1)  # noqa: E731
         grower = TreeGrower(spec, None, X, nb)
         tree = grower.grow(q, 1, 1.0 / B, 1.0 / B, leaf, "real", grad_bins=grad_bins, n_rows=n)[0]
         g = grower._g[1]

@@ -58,7 +58,7 @@ def _inputs(kind, n, rng):
 @pytest.mark.parametrize("kind", ["random", "skewed", "equal", "zero"])
 def test_quantize_is_the_twin_on_any_split_and_thread_count(kind, dtype):
     rng = np.random.default_rng(len(kind))
-    n, bins = 3001, 4
+    n, bins = 40001, 4  # past the one-thread size of the kernel
     g, h = _inputs(kind, n, rng)
     g_scale = max(np.abs(g).max(), 1e-300) / (bins / 2)
     h_scale = max(h.max(), 1e-300) / bins
@@ -102,7 +102,7 @@ def test_quantize_units_is_quantize_class_by_class(K):
     """The fused kernel the boosters call (every class of the fixed-point channels at once, the key mixed in
     stages) gives the integers of :func:`quantize` class by class, and its maxima are numpy's."""
     rng = np.random.default_rng(K)
-    n, shift, B = 2501, 40, 16
+    n, shift, B = 40001, 40, 16  # past the one-thread size of the kernel
     gh = np.zeros((n, 2 * K + 1), dtype=np.int64)
     gh[:, :K] = rng.integers(-(2**shift), 2**shift, (n, K))
     gh[:, K:2 * K] = rng.integers(0, 2**shift // 4, (n, K))

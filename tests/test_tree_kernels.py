@@ -48,7 +48,7 @@ def _hist_ref(X, gh, rows, nb):
 
 
 @pytest.mark.parametrize("n,d,K,skew", [(0, 3, 1, False), (1, 1, 1, False), (500, 4, 1, False), (3000, 7, 3, True),
-                                        (70000, 3, 1, True)])
+                                        (14000, 9, 2, False), (70000, 3, 1, True)])
 def test_node_histogram_matches_naive(threads, n, d, K, skew):
     rng = np.random.default_rng(n + d)
     nb = rng.integers(1, 20, size=d)
@@ -87,7 +87,7 @@ def test_node_histogram_matches_naive(threads, n, d, K, skew):
                 np.testing.assert_array_equal(hist[off[j]:off[j + 1], c], want)
 
 
-@pytest.mark.parametrize("n,d,K", [(0, 3, 1), (7, 2, 1), (3000, 5, 2), (40000, 4, 1)])
+@pytest.mark.parametrize("n,d,K", [(0, 3, 1), (7, 2, 1), (3000, 5, 2), (20000, 8, 1), (40000, 4, 1)])
 def test_row_major_histogram_matches_naive(threads, n, d, K):
     rng = np.random.default_rng(n + 7)
     nb = rng.integers(1, 30, size=d)
@@ -184,6 +184,36 @@ def test_best_split_matches_naive(seed):
     got = _tree.best_split(hist, off, *args)
     want = _best_ref(hist, off, *args)
     assert got[1:] == want[1:] and (got[0] == want[0] or math.isclose(got[0], want[0], rel_tol=1e-12)), (got, want)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_best_split_matches_naive_on_sparse_bins(seed):
+    # few rows over many bins, as in the small nodes of a deep tree: most slots are empty (the scan
+    # skips them), the first bin often is (its missing-left candidate must still count), and the
+    # right side runs out of rows early (the scan stops there)
+    rng = np.random.default_rng(100 + seed)
+    d, K = int(rng.integers(1, 4)), int(rng.choice([1, 1, 2]))
+    criterion = int(rng.integers(0, 2)) if K == 1 else 0
+    nb = rng.integers(100, 256, size=d).astype(np.int64)
+    n = int(rng.integers(3, 60))
+    X = _binned(rng, n, d, int(nb.min()), missing=float(rng.choice([0.0, 0.3])), skew=bool(seed % 3 == 0))
+    gh = _gh(rng, n, K, skew=bool(seed % 2))
+    if seed % 4 == 1:
+        gh[:, :K] = rng.choice([-1, 1], size=(n, K)) * 2**20  # ties
+    if seed % 5 == 2:
+        gh[rng.random(n) < 0.3, :2 * K] = 0  # rows with no gradient nor hessian: slots of counts alone
+    if seed % 4 == 3:
+        X[0] = np.where(np.arange(n) % 2 == 0, MISSING, nb[0] - 1)  # missing or the last bin:
+        # "missing left" at the empty bin 0 is the first candidate of the best partition
+        gh[X[0] == MISSING, :K] -= 2**44
+    off = _tree.packed_offsets(nb)
+    hist = _hist_ref(X, gh, np.arange(n), nb)
+    gs = hs = 2.0**-40
+    args = (K, gs, hs, float(rng.choice([0.0, 1.0])), int(rng.choice([0, 1, 3, 10])),
+            float(rng.choice([0.0, 1e-3])), criterion)
+    got = _tree.best_split(hist, off, *args)
+    want = _best_ref(hist, off, *args)
+    assert got == want, (got, want)
 
 
 def test_best_split_ties_go_to_the_lowest_feature_and_bin():
@@ -309,7 +339,7 @@ def test_grower_matches_naive(seed, K, gain, leaves, depth):
     spec = TreeSpec(max_leaves=leaves, max_depth=depth, min_data_in_leaf=5, min_child_weight=0.0, l2=1.0,
                     split_gain=gain)
     gs = hs = 2.0**-40
-    tree, leaf_of_row = TreeGrower(spec, None, X, nb).grow(gh, K, gs, hs, lambda s: s[:K] * gs, "real")
+    tree, leaf_of_row = TreeGrower(spec, None, X, nb).grow(gh, K, gs, hs, lambda s: s[:, :K] * gs, "real")
     ref = _grow_ref(X, gh, nb, K, spec, gs, hs)
     assert tree.n_nodes == len(ref)
     for node, r in enumerate(ref):
@@ -329,7 +359,7 @@ def test_grower_edge_cases():
     # no rows at all, and every value missing: a single leaf
     for X in (np.zeros((3, 0), dtype=np.uint8), np.full((2, 50), MISSING, dtype=np.uint8)):
         gh = np.ones((X.shape[1], 3), dtype=np.int64)
-        tree, leaf = TreeGrower(spec, None, X, np.full(X.shape[0], 4)).grow(gh, 1, 1.0, 1.0, lambda s: [1.0], "real")
+        tree, leaf = TreeGrower(spec, None, X, np.full(X.shape[0], 4)).grow(gh, 1, 1.0, 1.0, lambda s: np.ones((len(s), 1)), "real")
         assert tree.n_nodes == 1 and (leaf == 0).all()
 
 

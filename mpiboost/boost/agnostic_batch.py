@@ -249,8 +249,9 @@ class AgnosticBatch(Algorithm):
         K, leaf_class, mass = self.K, class_leaf(self.K), [0, 0]
 
         def leaf(sums: np.ndarray) -> np.ndarray:
-            mass[0] += int(sums[:K].max())  # the leaf's class is its heaviest: this mass is right
-            mass[1] += int(sums[:K].sum())
+            # a leaf's class is its heaviest: this mass is right
+            mass[0] += sum(int(x) for x in sums[:, :K].max(axis=1))
+            mass[1] += sum(int(x) for x in sums[:, :K].ravel())
             return leaf_class(sums)
 
         scale = math.ldexp(1.0, -FIXED_SHIFT) * n  # the mean row weighs about 1

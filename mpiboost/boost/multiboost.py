@@ -548,11 +548,12 @@ class MultiBoost(Algorithm):
         grads = []
 
         def leaf(sums: np.ndarray) -> np.ndarray:
-            grads.append(int(sums[0]))
+            grads.extend(int(g) for g in sums[:, 0])
             if not newton:
                 return sign_leaf(sums)
-            G, H = sums[0] * scale, sums[1] * scale
-            return np.array([G / (H + l2) if H + l2 > 0 else 0.0])
+            G, H = sums[:, :1] * scale, sums[:, 1:2] * scale
+            ok = H + l2 > 0
+            return np.where(ok, G / np.where(ok, H + l2, 1.0), 0.0)
 
         tree, _ = self.grower.grow(gh, 1, scale, scale, leaf, "real" if newton else "sign", subset=subset)
         if not newton:

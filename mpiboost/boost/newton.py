@@ -95,8 +95,8 @@ class NewtonBoost:
         init = self.init if first else np.zeros(K)
 
         def leaf_value(sums: np.ndarray) -> np.ndarray:
-            G = sums[:K] * sc
-            H = sums[K:2 * K] * sc
+            G = sums[:, :K] * sc
+            H = sums[:, K:2 * K] * sc
             step = np.where(H + l2 > 0, -G / np.where(H + l2 > 0, H + l2, 1.0), 0.0)
             return init + lr * step
 

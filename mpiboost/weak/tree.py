@@ -306,8 +306,8 @@ class TreeGrower:
              leaf_h_scale: Optional[float] = None, grad_bins: int = 0, n_rows: int = 0) -> tuple[Tree, np.ndarray]:
         """One tree for this rank's fixed-point ``gh`` (n_local, 2K+1), the same on every rank.
 
-        ``leaf_value(sums)`` maps a leaf's int64 channel sums to its V output values (computed
-        alike on every rank from the exact leaf sums). ``subset``: grow on these local rows only
+        ``leaf_value(sums)`` maps the leaves' int64 channel sums (m, 2K+1), in node order, to their
+        output values (m, V) (computed alike on every rank from the exact leaf sums). ``subset``: grow on these local rows only
         (sorted indices; e.g. one domain's). Returns the tree and each local row's leaf (-1 for a
         row outside ``subset``). ``leaf_gh`` (units of ``leaf_h_scale``): the channels the leaf values
         are summed from, when the tree is grown on others (quantized gradients); default ``gh``.
@@ -348,12 +348,10 @@ class TreeGrower:
         exact = gh if leaf_gh is None else np.ascontiguousarray(leaf_gh, dtype=np.int64)
         local_sums = _tree.leaf_sums(exact, node_of_row, n_nodes)
         table = local_sums if self.proto is None else self.proto.reduce_counts(local_sums)
-        value = np.zeros((n_nodes, 0))
-        for node in np.flatnonzero(is_leaf):
-            v = np.asarray(leaf_value(table[node]), dtype=np.float64)
-            if value.shape[1] == 0:
-                value = np.zeros((n_nodes, v.shape[0]))
-            value[node] = v
+        leaves = np.flatnonzero(is_leaf)
+        v = np.asarray(leaf_value(table[leaves]), dtype=np.float64)  # one call for all leaves
+        value = np.zeros((n_nodes, v.shape[1]))
+        value[leaves] = v
         tree = Tree(feature, binv, mleft, lc, rc, value, kind, gain=gains, count=table[:, 2 * K],
                     weight=table[:, K:2 * K].sum(axis=1) * (h_scale if leaf_h_scale is None else leaf_h_scale))
         self.bytes_per_tree.append(self._bytes() - sent0)
@@ -456,16 +454,15 @@ def unpack_sums(words: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------ learners
 def sign_leaf(sums: np.ndarray) -> np.ndarray:
-    """+1 where the leaf's weighted label sum is >= 0, else -1 (the stump's rule)."""
-    return np.array([1.0 if sums[0] >= 0 else -1.0])
+    """Each leaf's +1 where its weighted label sum is >= 0, else -1 (the stump's rule): (m, 1)."""
+    return np.where(sums[:, :1] >= 0, 1.0, -1.0)
 
 
 def class_leaf(K: int):
     """The one-hot value of the leaf's heaviest class (ties: the highest class, as class stumps)."""
     def leaf(sums: np.ndarray) -> np.ndarray:
-        w = sums[:K]
-        out = np.zeros(K)
-        out[K - 1 - int(np.argmax(w[::-1]))] = 1.0
+        out = np.zeros((sums.shape[0], K))
+        out[np.arange(sums.shape[0]), K - 1 - np.argmax(sums[:, K - 1::-1], axis=1)] = 1.0
         return out
     return leaf
 
