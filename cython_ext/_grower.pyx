@@ -82,7 +82,7 @@ cdef class NodeGrower:
     cdef idx_t[::1] lo, hi
     cdef long long[::1] count
     cdef double[::1] gain, bgain
-    cdef public long long word_nodes, channel_nodes, word_rows_max  # what the last tree's histograms were built from
+    cdef public long long word_nodes, word_chunks, channel_nodes, word_rows_max  # what the last tree's histograms were built from
 
     def __init__(self, const bin_t[:, ::1] XT, const bin_t[:, ::1] XR, const long long[::1] off, binary,
                  int max_leaves, int max_depth, long long min_data, double min_hess, double l2, int criterion, int K):
@@ -161,7 +161,7 @@ cdef class NodeGrower:
             self.free_slots[i] = self.max_leaves - i  # slot 0 taken first
         self.n_nodes = 1
         self.n_leaves = 1
-        self.word_nodes = self.channel_nodes = self.word_rows_max = 0
+        self.word_nodes = self.word_chunks = self.channel_nodes = self.word_rows_max = 0
         self._new_node(0, 0, m, 0, n_root)
         return m
 
@@ -200,7 +200,8 @@ cdef class NodeGrower:
         cdef const idx_t* rp = &self.rows[0]
         if self.P == 0:
             return
-        if self.cap > 0 and 0 < self.count[node] <= self.cap:
+        cdef idx_t a, b, step
+        if self.cap > 0:
             self.word_nodes += 1
             if hi - lo > self.word_rows_max:
                 self.word_rows_max = hi - lo
@@ -209,11 +210,22 @@ cdef class NodeGrower:
             # 1/32 to 1/128 of them (1M x 28, 2 threads: the rounds 6% faster in all). Where most
             # features are 0/1 the columns' masked sums win (1.6M x 21 binary: 25% faster rounds), and
             # the row-major bins serve the scattered nodes only.
-            word_histogram_core(&self.XT[0, 0], self.n, self.d, &self.words[0, 0], self.K, rp, identity, lo, hi,
-                                &self.dense[0], &self.binary[0], &self.fs[0],
-                                &self.XR[0, 0] if not identity and (scattered or self.ng >= self.nm) else NULL,
-                                &self.wbuf[0], &self.wscratch[0], self.mt)
-            unpack_core(&self.dense[0], &self.off[0], self.d, self.K, self.wh, self.wc, <int64_t*> out)
+            # a node of more rows than the words hold (the fields are sized for at most ``cap`` rows) is
+            # summed in pieces of ``cap`` rows, each piece's words unpacked and added: the channels'
+            # three adds per row are never needed (1.6M x 21 binary at B=4: the root 2x faster)
+            step = <idx_t> self.cap
+            a = lo
+            while True:
+                b = hi if hi - a <= step else a + step
+                word_histogram_core(&self.XT[0, 0], self.n, self.d, &self.words[0, 0], self.K, rp, identity, a, b,
+                                    &self.dense[0], &self.binary[0], &self.fs[0],
+                                    &self.XR[0, 0] if not identity and (scattered or self.ng >= self.nm) else NULL,
+                                    &self.wbuf[0], &self.wscratch[0], self.mt)
+                unpack_core(&self.dense[0], &self.off[0], self.d, self.K, self.wh, self.wc, <int64_t*> out, a > lo)
+                self.word_chunks += 1
+                a = b
+                if a >= hi:
+                    break
         elif scattered:
             self.channel_nodes += 1
             channel_rows_core(&self.XR[0, 0], self.d, &self.gh[0, 0], self.C, rp, lo, hi, &self.off[0], &self.nbs[0],

@@ -43,7 +43,7 @@ def word_fields(n, g_max, h_max):
 
 
 def largest_fitting(g_max, h_max):
-    """The most rows whose words fit :func:`word_fields` (a node of more takes the three-channel path)."""
+    """The most rows whose words fit :func:`word_fields`: a node of more is summed in pieces of this many rows."""
     lo, hi = 0, 1 << 62
     while lo < hi:  # word_fields holds for every n up to some bound: bisect it
         mid = (lo + hi + 1) // 2

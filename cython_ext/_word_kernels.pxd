@@ -201,8 +201,9 @@ cdef inline void word_histogram_core(const bin_t* XT, idx_t n_all, idx_t d, cons
 
 
 cdef inline void unpack_core(const int64_t* dense, const long long* off, idx_t d, idx_t K, int wh, int wc,
-                             int64_t* out) noexcept nogil:
-    """The channels (P, 2K+1) in packed-offset layout of a dense word histogram (d * 256, K)."""
+                             int64_t* out, bint add=False) noexcept nogil:
+    """The channels (P, 2K+1) in packed-offset layout of a dense word histogram (d * 256, K), written
+    into ``out`` or, with ``add``, added to it."""
     cdef idx_t j, b, nb, s, k, C = 2 * K + 1, o
     cdef int64_t w, low, mh = ((<int64_t> 1) << wh) - 1, mc = ((<int64_t> 1) << wc) - 1
     cdef int64_t ml = ((<int64_t> 1) << (wh + wc)) - 1
@@ -214,7 +215,13 @@ cdef inline void unpack_core(const int64_t* dense, const long long* off, idx_t d
             for k in range(K):
                 w = dense[s * K + k]
                 low = w & ml
-                out[o + k] = (w - low) >> (wh + wc)  # exact: w - low is a multiple of 2**(wh+wc)
-                out[o + K + k] = (low >> wc) & mh
-                if k == 0:
-                    out[o + 2 * K] = low & mc
+                if add:
+                    out[o + k] += (w - low) >> (wh + wc)
+                    out[o + K + k] += (low >> wc) & mh
+                    if k == 0:
+                        out[o + 2 * K] += low & mc
+                else:
+                    out[o + k] = (w - low) >> (wh + wc)  # exact: w - low is a multiple of 2**(wh+wc)
+                    out[o + K + k] = (low >> wc) & mh
+                    if k == 0:
+                        out[o + 2 * K] = low & mc

@@ -114,8 +114,8 @@ def test_bad_shapes_are_refused():
 def test_grower_on_words_is_the_grower_on_channels(monkeypatch, B):
     """The tree grown from word histograms is the tree grown from the three int64 channels on the same
     integers. At B = 1024 the root (20,000 rows) is past the most rows a word holds (16,383 at the largest
-    gradient): it takes the wide path and the nodes below it the words. A cap forced to 0 makes every node
-    wide, and the trees must agree; the twin fails if a node's word overflowed."""
+    gradient): its words are summed in two pieces, each unpacked and added. A cap forced to 0 makes every
+    node take the channels, and the trees must agree; the twin fails if a node's word overflowed."""
     from mpiboost.weak.tree import TreeGrower, TreeSpec
 
     rng = np.random.default_rng(B)
@@ -131,13 +131,13 @@ def test_grower_on_words_is_the_grower_on_channels(monkeypatch, B):
         grower = TreeGrower(spec, None, X, nb)
         tree = grower.grow(q, 1, 1.0 / B, 1.0 / B, leaf, "real", grad_bins=grad_bins, n_rows=n)[0]
         g = grower._g[1]
-        return tree, (g.word_nodes, g.channel_nodes, g.word_rows_max)
+        return tree, (g.word_nodes, g.word_chunks, g.channel_nodes, g.word_rows_max)
 
-    words, (w, c, most) = grow(B)
-    assert w > 0 and (c == 1 if B == 1024 else c == 0)  # only the root past the fields takes the channels
-    assert (most < n) == (B == 1024)
-    channels, (w0, _, _) = grow(0)
-    assert w0 == 0 and words.n_leaves == 15 and words.same_as(channels)
+    words, (w, pieces, c, most) = grow(B)
+    assert w > 0 and c == 0 and most == n
+    assert pieces == w + (1 if B == 1024 else 0)  # only the root past the fields takes two pieces
+    channels, (w0, _, c0, _) = grow(0)
+    assert w0 == 0 and c0 > 0 and words.n_leaves == 15 and words.same_as(channels)
     monkeypatch.setattr(_qhist, "largest_fitting", lambda g, h: 0)
-    wide, (w, _, _) = grow(B)
+    wide, (w, _, _, _) = grow(B)
     assert w == 0 and wide.same_as(channels)
