@@ -199,7 +199,8 @@ def main() -> None:
     ap.add_argument("--grad-bins", type=int, default=4,
                     help="also run mpiboost with --grad-bins this (0: only the full-precision runs)")
     ap.add_argument("--sets", nargs="+", default=["ls", "dense"], choices=["ls", "dense"])
-    ap.add_argument("--only", default=None, help="run only the configurations whose name contains this")
+    ap.add_argument("--only", nargs="+", default=None,
+                    help="run only the configurations whose name contains one of these (LightGBM's default always)")
     ap.add_argument("--json")
     ap.add_argument("--peer-worker", choices=PEERS, help=argparse.SUPPRESS)
     ap.add_argument("--train", help=argparse.SUPPRESS)
@@ -222,7 +223,7 @@ def main() -> None:
                     (f"mpiboost -n 2 r-s q{q}", ("ours", 2, half, "reduce-scatter", q))]
     configs += [(p, ("peer", p)) for p in PEERS]
     if args.only:
-        configs = [c for c in configs if args.only in c[0] or c[0] == "lightgbm"]
+        configs = [c for c in configs if any(o in c[0] for o in args.only) or c[0] == "lightgbm"]
     report = {"load_before": load_line(), "data": {}}
     for dname, (train, test) in data.items():
         runs = {name: [] for name, _ in configs}
@@ -258,7 +259,7 @@ def main() -> None:
             n = args.n_ls * mult
             sub = argparse.Namespace(**{**vars(args), "n_ls": n, "n_dense": 1000})
             train, test = make_data(sub, args.workdir, [sys.executable, "-m", "mpiboost"])["ls"]
-            ours = [run_ours(args, mpiexec, train, test, 1, args.threads, "center", f"scale{mult}_{k}")
+            ours = [run_ours(args, mpiexec, train, test, 1, args.threads, "center", f"scale{mult}_{k}", args.grad_bins)
                     for k in range(args.repeat)]
             peer = [run_peer(args, "lightgbm", train, test, args.threads) for _ in range(args.repeat)]
             report.setdefault("scaling", {})[n] = {"mpiboost": ours, "lightgbm": peer}
