@@ -32,7 +32,7 @@ Under ``mpiexec`` (SPMD)
 
 Probabilities
     ``predict_proba`` exists where the fitted model has a link: the logistic loss
-    (``loss="logistic"``) and ``SoftmaxClassifier``; its probabilities are calibrated as the
+    (``loss="logistic"``), ``GBDTClassifier`` and ``SoftmaxClassifier``; its probabilities are calibrated as the
     log-loss fits them. The AdaBoost-style votes have no link (their scores are margins, not
     log-odds): use ``decision_function`` to rank rows.
 """
@@ -298,8 +298,14 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
             return self.model_.link is not None
         from .boost.losses import LOSSES
 
-        loss = LOSSES.get(getattr(self, "loss", None) or "")
-        return self._algo == "softmax" or (loss is not None and loss.link is not None)
+        cls = self._algorithm()
+        # the loss given, else the declared default, else the one loss the algorithm minimizes
+        name = getattr(self, "loss", None)
+        if name is None:
+            declared = [p for p in cls.parameters if p.name == "loss"]
+            name = declared[0].default if declared else (cls.losses[0] if len(cls.losses) == 1 else "")
+        loss = LOSSES.get(name or "")
+        return loss is not None and loss.link is not None
 
     @available_if(_has_proba)
     def predict_proba(self, X, domain=None) -> np.ndarray:

@@ -96,6 +96,11 @@ def test_probabilities_only_where_the_loss_has_a_link():
     p = est.predict_proba(X)
     assert p.shape == (len(y), 2) and np.allclose(p.sum(axis=1), 1)
     np.testing.assert_array_equal(est.classes_[p.argmax(axis=1)], est.predict(X))
+    # before fit, from the declarations: a Newton loss (the given one, the default, or the only one) has a link
+    assert hasattr(estimator("gbdt"), "predict_proba") and hasattr(estimator("softmax"), "predict_proba")
+    assert not hasattr(estimator("smoothboost"), "predict_proba") and not hasattr(AdaBoostClassifier(), "predict_proba")
+    p = estimator("gbdt", rounds=10).fit(X, y).predict_proba(X)
+    assert p.shape == (len(y), 2) and np.allclose(p.sum(axis=1), 1)
 
 
 def test_feature_importances_and_names_from_a_dataframe():

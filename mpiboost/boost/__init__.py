@@ -9,6 +9,7 @@ from .agnostic_batch import AgnosticBatch
 from .base import Algorithm, Hypothesis, Param, check_declarations
 from .dtradaboost import DTrAdaBoost
 from .fedmultiboost import FedMultiBoost
+from .gbdt import GBDT
 from .is_multitask import ISMultitask
 from .msdtra import MSDTrA
 from .mstra import MSTrA
@@ -21,7 +22,7 @@ from .tradaboost import TrAdaBoost
 ALGORITHMS = {
     cls.name: cls
     for cls in (SmoothBoost, AdaBoost, SAMME, MultiBoost, FedMultiBoost, MSDTrA, MSTrA, DTrAdaBoost, TrAdaBoost,
-                AgnosticBatch, ISMultitask, Softmax)
+                AgnosticBatch, ISMultitask, Softmax, GBDT)
 }
 check_declarations(list(ALGORITHMS.values()))
 

@@ -70,7 +70,8 @@ class NewtonBoost:
         self.gh = np.zeros((n, 2 * self.K + 1), dtype=np.int64)
         self.gh[:, 2 * self.K] = 1
         self.cls = np.ascontiguousarray(data.y, dtype=np.int32) if self.K > 1 else np.zeros(0, dtype=np.int32)
-        self.sign = np.ascontiguousarray(data.y, dtype=np.int8) if self.K == 1 else np.zeros(0, dtype=np.int8)
+        # -1/+1 labels, or class indices 0/1 (gbdt): +1 is the second class either way
+        self.sign = np.where(data.y > 0, 1, -1).astype(np.int8) if self.K == 1 else np.zeros(0, dtype=np.int8)
         if self.K == 1:
             self.target01 = (data.y > 0).astype(np.float64)
             local = np.array([np.count_nonzero(data.y > 0)], dtype=np.int64)

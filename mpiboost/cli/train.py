@@ -16,7 +16,8 @@ from typing import Optional, Sequence
 from ..errors import CollectiveError
 
 DESCRIPTION = (
-    "Train a boosted stump ensemble on data spread over the ranks (run under mpiexec/srun). "
+    "Train a boosted ensemble (gradient boosted trees, AdaBoost, SmoothBoost, ...) on data spread over the ranks "
+    "(run under mpiexec/srun). "
     "The same seed gives the same model on any number of ranks."
 )
 
