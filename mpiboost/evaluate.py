@@ -155,13 +155,20 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
 
 def predict(
     comm, model: Model, paths: Sequence[str], *, scores: bool = False, dedicated_coordinator: bool = False,
-    proba: bool = False,
+    proba: bool = False, contrib: bool = False,
 ) -> Optional[np.ndarray]:
     """Collective: every row's predicted label (the user's values) or scores, in file order, on the center.
 
     Scores: ``sum_t coef_t h_t(x)`` per row for a binary model (>= 0 means
     the second class), per row and class ``(n, K)`` for a multiclass one.
+    ``contrib``: each feature's TreeSHAP contribution and the expected score
+    (:meth:`mpiboost.model.Model.contributions`) instead.
     """
+    if contrib:
+        check_features(model, paths)
+        shard = load(comm, paths, task=None, bins=model.bins, dedicated_coordinator=dedicated_coordinator)
+        out = model.contributions_binned(shard.cols)
+        return comm.gatherv(out) if comm.size > 1 else out
     _, score = _scores(comm, model, paths, None, dedicated_coordinator)
     if proba:
         scores, score = True, model.proba_of_scores(score)

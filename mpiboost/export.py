@@ -44,7 +44,9 @@ def _name(s: str, j: int) -> str:
 
 
 def _lgb_tree(index: int, feature, thresholds, decision, left_child, right_child, leaf_values,
-              leaf_count=None, leaf_weight=None, gains=None) -> str:
+              leaf_count=None, leaf_weight=None, gains=None, internal_count=None, internal_weight=None) -> str:
+    """One tree in LightGBM's text format. The node statistics (rows and hessian of every node, the
+    split gains) are what LightGBM's ``feature_importance`` and ``pred_contrib`` read."""
     n_leaves = len(leaf_values)
     lines = [f"Tree={index}", f"num_leaves={n_leaves}", "num_cat=0"]
     if n_leaves > 1:
@@ -61,6 +63,10 @@ def _lgb_tree(index: int, feature, thresholds, decision, left_child, right_child
         lines.append("leaf_weight=" + " ".join(_num(v) for v in leaf_weight))
     if leaf_count is not None:
         lines.append("leaf_count=" + " ".join(str(int(v)) for v in leaf_count))
+    if n_leaves > 1 and internal_weight is not None:
+        lines.append("internal_weight=" + " ".join(_num(v) for v in internal_weight))
+    if n_leaves > 1 and internal_count is not None:
+        lines.append("internal_count=" + " ".join(str(int(v)) for v in internal_count))
     lines += ["is_linear=0", "shrinkage=1", "", ""]
     return "\n".join(lines)
 
@@ -86,9 +92,17 @@ def _tree_parts(tree, bins, coef: float, k: int):
     lc = [ref(int(tree.left[i])) for i in internal]
     rc = [ref(int(tree.right[i])) for i in internal]
     values = [coef * float(tree.value[i, k]) for i in leaves]
-    count = [int(tree.count[i]) for i in leaves] if tree.count.any() else None
-    gains = [float(tree.gain[i]) for i in internal]
-    return feature, thresholds, decision, lc, rc, values, count, gains
+    # a tree of K-value leaves becomes K trees: the first carries the split gains, the others 0, so that
+    # LightGBM's importances (which count and sum the splits of positive gain) are the model's own
+    gains = [float(tree.gain[i]) if k == 0 else 0.0 for i in internal]
+    stats = {"gains": gains}
+    if tree.count.any():  # a model of format >= 4 (older files keep no node statistics)
+        stats["leaf_count"] = [int(tree.count[i]) for i in leaves]
+        stats["internal_count"] = [int(tree.count[i]) for i in internal]
+        if tree.n_values == 1:  # the hessian is one class's only with one value a leaf
+            stats["leaf_weight"] = [float(tree.weight[i]) for i in leaves]
+            stats["internal_weight"] = [float(tree.weight[i]) for i in internal]
+    return (feature, thresholds, decision, lc, rc, values), stats
 
 
 def to_lightgbm(model) -> str:
@@ -105,8 +119,8 @@ def to_lightgbm(model) -> str:
         for k in range(K):
             index = t * K + k
             if model.tree[t] >= 0:
-                parts = _tree_parts(model.trees[int(model.tree[t])], model.bins, float(coef[t]), k)
-                trees_text.append(_lgb_tree(index, *parts[:6], leaf_count=parts[6], gains=parts[7]))
+                parts, stats = _tree_parts(model.trees[int(model.tree[t])], model.bins, float(coef[t]), k)
+                trees_text.append(_lgb_tree(index, *parts, **stats))
                 continue
             f, b, ml = int(model.feature[t]), int(model.bin[t]), bool(model.missing_left[t])
             if K == 1:
@@ -143,8 +157,8 @@ def _importance_section(model, names) -> str:
     """LightGBM's ``feature_importances:`` block: each used feature's split count, most used first.
 
     ``Booster.feature_importance()`` does not read this block: it counts the splits of positive
-    ``split_gain``, and a saved mpiboost model keeps no gains (written as 0), so it reports zeros;
-    the block (and ``mpiboost export --format importance``) holds the counts."""
+    ``split_gain``, which trees carry (models of stumps, and tree models saved before format 4, keep
+    no gains: written as 0); the block (and ``mpiboost export --format importance``) holds the counts."""
     imp = model.feature_importances("split")
     order = sorted((j for j in range(len(imp)) if imp[j] > 0), key=lambda j: (-imp[j], j))
     if not order:

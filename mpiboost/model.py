@@ -35,9 +35,10 @@ from .h5read import open_read
 from .links import LINKS as LINK_OF
 
 # 2: classes, output and the right-hand value of each stump; 3: trees (group "trees", ensemble/tree,
-# header "link"); format 1 and 2 files still load
-MODEL_FORMAT = 3
-READABLE_FORMATS = (1, 2, 3)
+# header "link"); 4: each tree node's split gain, rows and hessian (trees/gain, count, weight); formats
+# 1 to 3 still load
+MODEL_FORMAT = 4
+READABLE_FORMATS = (1, 2, 3, 4)
 LINKS = (None, *LINK_OF)  # how scores become probabilities (None: they do not)
 MAX_NODES = 1 << 26  # nodes of all trees of a model file, checked before they are read
 OUTPUTS = ("sign", "argmax")
@@ -212,8 +213,9 @@ class Model:
 
     def feature_importances(self, kind: str = "split") -> np.ndarray:
         """How much each feature is used, shape (d,): ``split`` counts its splits (stumps and tree nodes);
-        ``gain`` sums the loss reductions of its tree splits as grown (zeros for stumps and for trees read
-        back from a file, which keeps no gains). Not normalised; members of every round count, voting or not.
+        ``gain`` sums the loss reductions of its tree splits as grown (zeros for stumps and for trees saved
+        before model format 4, which kept no gains). Not normalised; members of every round count, voting or
+        not. LightGBM's ``Booster.feature_importance`` of the exported model gives the same numbers.
         """
         if kind not in ("split", "gain"):
             raise ValueError(f"kind must be split or gain, not {kind!r}")
@@ -227,6 +229,10 @@ class Model:
             inner = tr.feature >= 0
             np.add.at(out, tr.feature[inner], 1.0 if kind == "split" else tr.gain[inner])
         return out
+
+    def feature_importance(self, importance_type: str = "split") -> np.ndarray:
+        """:meth:`feature_importances` under LightGBM's ``Booster.feature_importance`` name and argument."""
+        return self.feature_importances(importance_type)
 
     def thresholds(self) -> np.ndarray:
         """Real-valued threshold of each stump (``x <= threshold`` goes left)."""
@@ -446,6 +452,50 @@ class Model:
         cols, raw, task = self._rows(X, domain)
         return self.proba_of_scores(self.decision_binned(cols, raw, task))
 
+    def contributions(self, X, domain=None) -> np.ndarray:
+        """Each feature's TreeSHAP contribution to the scores of raw rows ``X`` (n, d), and the expected score.
+
+        Exact Shapley values of the trees (Lundberg, Erion & Lee 2018), with each node's training rows as
+        the background weight, as LightGBM's ``pred_contrib``: ``output = "sign"``, shape (n, d + 1), the
+        last column the expected score; ``"argmax"``, shape (n, K (d + 1)), class k's block
+        ``[:, k (d + 1) : (k + 1) (d + 1)]`` (LightGBM's layout). Each row's sum (per class) is its
+        :meth:`decision_function` score, up to rounding.
+
+        For models of trees whose members all vote on every row (not Q-ensembles nor per-task ensembles),
+        saved by mpiboost with node counts (model format 4 or later); otherwise a ValueError says which.
+        """
+        self.check_contributions()
+        cols, _, _ = self._rows(X, domain)
+        return self.contributions_binned(cols)
+
+    def check_contributions(self) -> None:
+        """A ValueError saying why :meth:`contributions` cannot explain this model (None if it can)."""
+        if not self.trees or bool((self.tree < 0).any()):
+            raise ValueError(f"contributions need a model of trees; this {self.algorithm} model has stumps "
+                             "(train with --weak-learner tree)")
+        if self.domain_classifier is not None or self.takes_task:
+            raise ValueError(f"a {self.algorithm} model weighs its members per row ({self.vote} vote): its "
+                             "contributions are not a sum over its trees")
+        if any(tr.n_nodes > 1 and not tr.count.any() for tr in self.trees):
+            raise ValueError("this model keeps no node counts (saved before model format 4): train it again "
+                             "for contributions")
+
+    def contributions_binned(self, cols: np.ndarray) -> np.ndarray:
+        """:meth:`contributions` of feature-major bins ``cols`` (d, n) uint8."""
+        from ._ext import _shap
+
+        self.check_contributions()
+        cols = np.ascontiguousarray(cols, dtype=np.uint8)
+        n, d = cols.shape[1], self.n_features
+        V = 1 if self.output == "sign" else self.n_classes
+        out = np.zeros((n, V, d + 1))
+        coef = self.vote_coefficients()
+        for t in range(self.n_stumps):
+            tr = self.trees[int(self.tree[t])]
+            _shap.add_contributions(cols, tr.feature, tr.bin, tr.missing_left, tr.left, tr.right, tr.value,
+                                    tr.count.astype(np.float64), float(coef[t]), out)
+        return out[:, 0, :] if V == 1 else out.reshape(n, V * (d + 1))
+
     def predict_raw(self, X: np.ndarray, task: Optional[np.ndarray] = None) -> np.ndarray:
         """The user's labels for raw ``(n, d)`` feature values (:meth:`predict`, kept for older scripts)."""
         return self.predict(X, task)
@@ -496,6 +546,9 @@ class Model:
                 for name, a in zip(TREE_ARRAYS, self.forest()):
                     t.create_dataset(name, data=a)
                 t.create_dataset("kind", data=np.array([TREE_KINDS.index(tr.kind) for tr in self.trees], np.uint8))
+                # what the grower knew of each node (format 4): split gains, rows and hessian covered
+                for name in TREE_STATS:
+                    t.create_dataset(name, data=np.concatenate([getattr(tr, name) for tr in self.trees]))
             flat, offsets = self.bins.flat()
             b = f.create_group("bins")
             b.create_dataset("edges", data=flat)
@@ -504,7 +557,7 @@ class Model:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":
-        """Read a model file (format 1 or 2), checking everything in it first.
+        """Read a model file (formats 1 to 4), checking everything in it first.
 
         A model file is untrusted: its header must be a JSON object of at
         most :data:`MAX_HEADER_CHARS` characters with every field of the
@@ -696,6 +749,7 @@ def _threshold_or_none(bins, f: int, b: int):
 ENSEMBLE_ARRAYS = ("feature", "bin", "left", "right", "missing_left", "coef", "domain", "round")
 TREE_ARRAYS = ("feature", "bin", "missing_left", "left", "right", "value", "start")
 TREE_KINDS = ("sign", "real", "class")
+TREE_STATS = ("gain", "count", "weight")  # per node, since format 4 (older files: zeros)
 
 
 def _shown(value: Any) -> str:
@@ -937,11 +991,23 @@ def _read_trees(t, path: str, size: int, V: int) -> list:
     value = np.asarray(t["value"][()], dtype=np.float64)
     kinds = _dataset(t, "kind", path, size, "iu", start.shape[0] - 1, MAX_STUMPS)
     kinds = _in_range(kinds, f"{path}: trees/kind", 0, len(TREE_KINDS) - 1, np.int64)
+    stats = {}
+    for name, kind in zip(TREE_STATS, ("f", "iu", "f")):
+        raw = _dataset(t, name, path, size, kind, m, MAX_NODES, required=False)
+        if raw is None:
+            continue  # a model of format <= 3
+        if kind == "iu":
+            raw = _in_range(raw, f"{path}: trees/{name}", 0, 2**62, np.int64)
+        elif not np.isfinite(raw).all() or (name == "weight" and (raw < 0).any()):
+            raise InputError(f"{path}: trees/{name} must hold finite{' non-negative' if name == 'weight' else ''} "
+                             "numbers")
+        stats[name] = np.asarray(raw, dtype=np.int64 if kind == "iu" else np.float64)
     out = []
     for k in range(start.shape[0] - 1):
         lo, hi = int(start[k]), int(start[k + 1])
         out.append(Tree(a["feature"][lo:hi], a["bin"][lo:hi], a["missing_left"][lo:hi].astype(np.int64) & 0x1FF,
-                        a["left"][lo:hi], a["right"][lo:hi], value[lo:hi], TREE_KINDS[int(kinds[k])]))
+                        a["left"][lo:hi], a["right"][lo:hi], value[lo:hi], TREE_KINDS[int(kinds[k])],
+                        **{name: v[lo:hi] for name, v in stats.items()}))
     return out
 
 

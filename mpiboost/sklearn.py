@@ -268,8 +268,17 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
         except InputError as exc:
             raise ValueError(str(exc)) from None
 
-    def predict(self, X, domain=None) -> np.ndarray:
-        """The predicted label of every row (local: no communication)."""
+    def predict(self, X, domain=None, pred_contrib: bool = False) -> np.ndarray:
+        """The predicted label of every row (local: no communication).
+
+        ``pred_contrib=True``: each feature's TreeSHAP contribution to the row's score instead, and the
+        expected score last, as LightGBM's ``predict(X, pred_contrib=True)``
+        (:meth:`mpiboost.model.Model.contributions`; tree models)."""
+        if pred_contrib:
+            try:
+                return self._call("contributions", X, domain)
+            except ValueError as exc:
+                raise ValueError(str(exc)) from None
         return self._call("predict", X, domain)
 
     def decision_function(self, X, domain=None) -> np.ndarray:

@@ -204,10 +204,37 @@ def test_damaged_trees_are_refused(files, tmp_path):
         del h["trees/value"]
         h["trees/value"] = a
 
+    def stat(name, fn):
+        def edit(h):
+            a = fn(h[f"trees/{name}"][()])
+            del h[f"trees/{name}"]
+            h[f"trees/{name}"] = a
+        return edit
+
+    def at0(v):
+        def fn(a):
+            a = a.astype(np.float64) if np.isnan(v) else a.copy()
+            a[0] = v
+            return a
+        return fn
+
     for name, edit, words in [("loop", loop, "not a binary tree"), ("feature", bad_feature, "feature outside"),
-                              ("value", bad_value, "trees/value"), ("nan", nan_value, "not finite")]:
+                              ("value", bad_value, "trees/value"), ("nan", nan_value, "not finite"),
+                              ("gain-nan", stat("gain", at0(np.nan)), "trees/gain must hold finite"),
+                              ("gain-short", stat("gain", lambda a: a[:-1]), "trees/gain"),
+                              ("count-negative", stat("count", at0(-1)), "trees/count"),
+                              ("count-float", stat("count", at0(np.nan)), "trees/count"),
+                              ("weight-negative", stat("weight", at0(-1.0)), "trees/weight must hold finite non-neg")]:
         with pytest.raises(InputError, match=words):
             Model.load(damaged(name, edit))
+    # a format-3 model (no node statistics) still loads: zeros
+    old = damaged("format3", lambda h: [h.__delitem__(f"trees/{n}") for n in ("gain", "count", "weight")])
+    m = Model.load(old)
+    assert all(not t.count.any() and not t.gain.any() for t in m.trees)
+    new = Model.load(src)
+    assert all(t.count[0] > 0 and t.weight[0] > 0 for t in new.trees)
+    assert all((t.count[t.feature >= 0] == t.count[t.left[t.feature >= 0]] + t.count[t.right[t.feature >= 0]]).all()
+               for t in new.trees)  # an internal node covers its children's rows
 
 
 def test_predict_proba(files, tmp_path, capsys):

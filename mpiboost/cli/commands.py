@@ -309,13 +309,23 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.proba and getattr(model, "link", None) is None:
         raise InputError(f"--proba: {args.model} is a {model.algorithm} model without calibrated probabilities "
                          "(train with --loss logistic or --algo softmax; --scores gives its scores)")
-    if args.proba and args.scores:
-        raise InputError("--proba and --scores: give one")
+    if sum((args.proba, args.scores, args.contrib)) > 1:
+        raise InputError("--proba, --scores and --contrib: give one")
+    if args.contrib:
+        try:
+            model.check_contributions()
+        except (ValueError, AttributeError) as exc:
+            raise InputError(f"--contrib: {args.model}: {exc}") from None
     values = predict(comm, model, args.data, scores=args.scores, dedicated_coordinator=args.dedicated_coordinator,
-                     proba=args.proba)
+                     proba=args.proba, contrib=args.contrib)
     with comm.collective_guard():
         if comm.is_center:
-            if args.proba:
+            if args.contrib:
+                names = model.feature_names or [f"x{j}" for j in range(model.n_features)]
+                cols = [f"contrib_{n}" for n in names] + ["expected"]
+                blocks = [""] if model.output == "sign" else [f"_{lab.text(c)}" for c in model.classes]
+                header = ",".join(f"{c}{b}" for b in blocks for c in cols)
+            elif args.proba:
                 header = ",".join(f"proba_{lab.text(c)}" for c in model.classes)
             elif not args.scores:
                 header = "prediction"
@@ -608,6 +618,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--proba", action="store_true",
                    help="write the class probabilities, one column per class (models of the logistic loss: "
                    "--loss logistic, --algo softmax)")
+    p.add_argument("--contrib", action="store_true",
+                   help="write each feature's TreeSHAP contribution to the row's score and the expected score last "
+                   "(one block per class for a multiclass model; LightGBM's pred_contrib): models of trees")
     p.add_argument("--rounds", type=int, default=0, metavar="T", help="use only the first T rounds (default: all)")
     p.add_argument("--dedicated-coordinator", action="store_true")
     add_stall_timeout(p)

@@ -352,6 +352,11 @@ class TreeGrower:
         v = np.asarray(leaf_value(table[leaves]), dtype=np.float64)  # one call for all leaves
         value = np.zeros((n_nodes, v.shape[1]))
         value[leaves] = v
+        # every internal node's sums are its children's (children come after their parent): the rows
+        # and hessian each node covers, for importance, the export and TreeSHAP's weights
+        table = np.array(table, dtype=np.int64)
+        for node in np.flatnonzero(~is_leaf)[::-1]:
+            table[node] = table[lc[node]] + table[rc[node]]
         tree = Tree(feature, binv, mleft, lc, rc, value, kind, gain=gains, count=table[:, 2 * K],
                     weight=table[:, K:2 * K].sum(axis=1) * (h_scale if leaf_h_scale is None else leaf_h_scale))
         self.bytes_per_tree.append(self._bytes() - sent0)
