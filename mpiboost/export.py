@@ -166,8 +166,8 @@ def _importance_section(model, names) -> str:
     return "feature_importances:\n" + "".join(f"{_name(names[j], j)}={int(imp[j])}\n" for j in order) + "\n"
 
 
-def importance_table(model) -> str:
-    """Each feature's importance as CSV, most used first: ``feature,split,split_share,gain``.
+def importance_table(model, by: str = "split") -> str:
+    """Each feature's importance as CSV, most used first (``by``: split or gain): ``feature,split,split_share,gain``.
 
     ``split`` counts the feature's splits (stumps and tree nodes), ``split_share`` is its
     share of all splits (what ``Model.feature_importances_`` gives), ``gain`` sums the
@@ -178,7 +178,10 @@ def importance_table(model) -> str:
     split, gain = model.feature_importances("split"), model.feature_importances("gain")
     total = split.sum()
     names = model.feature_names or [f"x{j}" for j in range(model.n_features)]
-    order = sorted(range(len(split)), key=lambda j: (-split[j], -gain[j], j))
+    if by == "gain":
+        order = sorted(range(len(split)), key=lambda j: (-gain[j], -split[j], j))
+    else:
+        order = sorted(range(len(split)), key=lambda j: (-split[j], -gain[j], j))
     rows = ["feature,split,split_share,gain"]
     for j in order:
         name = str(names[j])

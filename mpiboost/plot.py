@@ -343,6 +343,39 @@ def draw(logs: Sequence[RunLog], out: str, curves: Optional[GroupCurves] = None,
     return drawn
 
 
+def draw_importance(model, out: str, kind: str = "gain", top: int = 20, title: Optional[str] = None,
+                    dpi: int = 120) -> list[str]:
+    """A bar chart of the ``top`` features by importance (``kind``: ``gain`` or ``split``, see
+    :meth:`mpiboost.model.Model.feature_importances`) into ``out`` (.png, .pdf, .svg), written atomically;
+    the features drawn, most important first."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .atomic import atomic_path
+
+    imp = model.feature_importances(kind)
+    names = model.feature_names or [f"x{j}" for j in range(model.n_features)]
+    order = [j for j in sorted(range(len(imp)), key=lambda j: (-imp[j], j)) if imp[j] > 0][:top]
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.3 * max(len(order), 1)))
+    if order:
+        ax.barh(range(len(order))[::-1], [imp[j] for j in order], color="tab:blue")
+        ax.set_yticks(range(len(order))[::-1], [str(names[j]) for j in order], fontsize=8)
+    else:
+        ax.text(0.5, 0.5, f"no {kind} importance in this model", ha="center", va="center", transform=ax.transAxes)
+    what = "sum of the split gains" if kind == "gain" else "number of splits"
+    ax.set_xlabel(f"{kind} importance ({what})")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title or f"{model.algorithm}: the {len(order)} most important features by {kind}")
+    fig.tight_layout()
+    fmt = os.path.splitext(out)[1].lstrip(".").lower() or "png"
+    with atomic_path(out) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=dpi)
+    plt.close(fig)
+    return [str(names[j]) for j in order]
+
+
 FORMATS = ("png", "pdf", "svg")
 
 

@@ -7,17 +7,16 @@ model's own scores (contributions sum to them).
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
+import lightgbm  # a test dependency: the twin of every explanation
 import numpy as np
 import pytest
 
 import mpiboost
 from mpiboost.export import to_lightgbm
 from mpiboost.model import Model
-
-lightgbm = pytest.importorskip("lightgbm")
-
 
 def _data(n=700, d=5, K=2, seed=0, missing=0.1):
     rng = np.random.default_rng(seed)
@@ -150,3 +149,28 @@ def test_predict_contrib_on_the_command_line(tmp_path):
     assert main(["predict", "--model", str(stumps), "--data", str(data), "--contrib", "--out",
                  str(tmp_path / "s.csv")]) == 2
     assert not (tmp_path / "s.csv").exists()  # refused before any work: nothing written
+
+
+def test_importance_command_table_and_chart(tmp_path, capsys):
+    from mpiboost.cli import main
+    from mpiboost.data import format as fmt
+
+    X, y = _data()
+    data = tmp_path / "d.h5"
+    fmt.write_dataset(str(data), X.astype(np.float32), y)
+    model = tmp_path / "m.h5"
+    assert main(["train", "--algo", "gbdt", "--data", str(data), "--rounds", "10", "--model", str(model),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["importance", "--model", str(model)]) == 0
+    rows = [line.split(",") for line in capsys.readouterr().out.splitlines()]
+    assert rows[0] == ["feature", "split", "split_share", "gain"]
+    gains = [float(r[3]) for r in rows[1:]]
+    assert gains == sorted(gains, reverse=True) and rows[1][0] in ("x0", "x1", "x2")  # the signal's features
+    want = Model.load(model).feature_importance("gain")
+    np.testing.assert_allclose(sorted(gains, reverse=True), sorted(want, reverse=True), rtol=1e-5)
+
+    fig = tmp_path / "imp.png"
+    assert main(["importance", "--model", str(model), "--out", str(fig), "--top", "3"]) == 0
+    assert fig.stat().st_size > 1000 and len(json.loads(capsys.readouterr().out)["features"]) == 3
+    assert main(["importance", "--model", str(model), "--top", "0"]) == 2

@@ -387,6 +387,42 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+@_serial
+def cmd_importance(args: argparse.Namespace) -> int:
+    from ..export import importance_table
+    from ..online.model import load_any
+
+    if args.top < 1:
+        raise InputError(f"--top {args.top}: draw at least 1 feature")
+    image = args.out is not None and os.path.splitext(args.out)[1].lstrip(".").lower() in ("png", "pdf", "svg")
+    if args.out:
+        from ..outputs import check_outputs
+
+        check_outputs([("--out", args.out)], [("--model", args.model)])
+    if image:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise InputError("a figure needs matplotlib: pip install 'mpiboost[plot]' (or give --out F.csv)") from None
+    model = load_any(args.model)
+    if not hasattr(model, "feature_importances"):
+        raise InputError(f"{args.model}: an online model keeps no split counts")
+    if image:
+        from .. import plot
+
+        drawn = plot.draw_importance(model, args.out, kind=args.type, top=args.top)
+        print(json.dumps({"out": args.out, "type": args.type, "features": drawn}), flush=True)
+        return 0
+    text = importance_table(model, by=args.type)
+    if args.out:
+        from ..atomic import write_bytes
+
+        write_bytes(args.out, text.encode())
+    else:
+        print(text, end="")
+    return 0
+
+
 _SIZE_VARS = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS")
 
 
@@ -649,6 +685,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("json", "lightgbm", "importance"), default="json")
     p.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser(
+        "importance", help="each feature's importance: a CSV table or a bar chart",
+        description="Each feature's importance in a model: split (how many splits use it) and gain (the sum of "
+        "the loss reductions of its tree splits), the same numbers as LightGBM's feature_importance of the "
+        "exported model. Printed as CSV (feature, split, split_share, gain), most important first; --out F.png "
+        "(.pdf, .svg) draws the --top features as bars (needs matplotlib).")
+    p.add_argument("--model", required=True, metavar="M.h5")
+    p.add_argument("--type", choices=("gain", "split"), default="gain",
+                   help="the order of the table and the bars (default gain; split for models of stumps)")
+    p.add_argument("--top", type=int, default=20, metavar="N", help="features drawn in a chart (default 20)")
+    p.add_argument("--out", metavar="FILE", help="write the table (.csv) or draw the chart (.png, .pdf, .svg)")
+    p.set_defaults(func=cmd_importance)
 
     p = sub.add_parser(
         "plot",
