@@ -26,7 +26,7 @@ from __future__ import annotations
 import numbers
 from typing import Any, Optional, Sequence
 
-from .errors import CollectiveError
+from .errors import CollectiveError, InputError
 
 # The train command's options that are not an algorithm's parameters (the run's own).
 RUN_OPTIONS = ("algo", "rounds", "seed", "valid_fraction", "valid_metric", "best_round", "early_stop", "threads",
@@ -189,7 +189,18 @@ def train(
         if not isinstance(valid, (tuple, list)) or len(valid) not in (2, 3):
             raise CollectiveError("valid must be (X_valid, y_valid) or (X_valid, y_valid, domain_valid)")
         Xv, yv, dv = (tuple(valid) + (None,))[:3]
-        vfiles = [memory_file(comm, frames.apply(Xv, categories), yv, dv, feature_names=data.feature_names,
+        Xv = frames.apply(Xv, categories)
+        if hasattr(Xv, "columns") and data.feature_names:
+            # a DataFrame's columns are matched by name, as predict matches them (the same set, any order)
+            from .data.rows import raw_rows
+
+            with comm.collective_guard():
+                try:
+                    Xv = raw_rows(Xv, len(data.feature_names), data.feature_names)
+                except InputError as exc:
+                    raise InputError(f"valid: {exc}".replace("model's", "training")) \
+                        from None
+        vfiles = [memory_file(comm, Xv, yv, dv, feature_names=data.feature_names,
                               domain_names=domain_names, what="valid")]
     model = _run_batch(comm, algo, rounds, run, algo_params, [data], vfiles, callbacks, resume)
     if categories:

@@ -292,3 +292,7 @@ def test_categorical_columns_become_agreed_codes_that_the_model_keeps(tmp_path):
     shuffled.loc[0, "city"] = "Quito"  # never seen: a missing value
     np.testing.assert_array_equal(loaded.predict(shuffled)[1:], reference.predict(frame)[1:])
     assert (reference.predict(frame) == y).mean() > 0.9
+    # a feature column of numbers and text is named as a feature, not taken for the labels
+    mixed = frame.assign(city=frame.city.where(np.arange(n) % 2 == 0, 7))
+    with pytest.raises(ValueError, match="X: column 'city' mixes numbers .7. and text"):
+        mpiboost.train(params, mixed, y, comm=Comm(_mpi().COMM_SELF))

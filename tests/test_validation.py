@@ -291,3 +291,38 @@ def test_valid_metric_auc_refuses_more_than_two_classes(tmp_path):
     proc = run_cli(["train", "--algo", "samme", "--data", str(tmp_path / "k3.h5"), "--valid-fraction", "0.2",
                     "--valid-metric", "auc", "--best-round", "--rounds", "5", "--model", str(tmp_path / "m.h5")])
     assert proc.returncode == 2 and "--valid-metric auc" in proc.stderr, proc.stderr
+
+
+def test_files_of_a_run_must_have_the_first_training_files_columns(tmp_path):
+    """A --valid file with two columns swapped, or a second --data file with other column names, is refused
+    before any row is read (exit 2), naming both files and the first differing column. The API's validation
+    DataFrame is matched by column names, as predict matches them: swapped columns give the same model, a
+    column of another name is refused."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = np.where(X[:, 0] > 0, 1, -1)
+    names = ["age", "income", "score"]
+    write_dataset(tmp_path / "train.h5", X, y, feature_names=names)
+    write_dataset(tmp_path / "swapped.h5", X[:, [1, 0, 2]], y, feature_names=["income", "age", "score"])
+    write_dataset(tmp_path / "other.h5", X, y, feature_names=["age", "income", "rating"])
+    write_dataset(tmp_path / "same.h5", X, y, feature_names=names)
+    model = tmp_path / "m.h5"
+    base = ["train", "--algo", "adaboost", "--rounds", "3", "--model", str(model), "--quiet"]
+    proc = run_cli([*base, "--data", str(tmp_path / "train.h5"), "--valid", str(tmp_path / "swapped.h5")])
+    assert proc.returncode == 2 and not model.exists()
+    assert "swapped.h5: column 0 is 'income' but" in proc.stderr and "train.h5 has 'age' there" in proc.stderr
+    proc = run_cli([*base, "--data", str(tmp_path / "train.h5"), str(tmp_path / "other.h5")])
+    assert proc.returncode == 2 and "other.h5: column 2 is 'rating'" in proc.stderr, proc.stderr
+    proc = run_cli([*base, "--data", str(tmp_path / "train.h5"), "--valid", str(tmp_path / "same.h5")])
+    assert proc.returncode == 0, proc.stderr
+    pd = pytest.importorskip("pandas")
+    import mpiboost
+
+    frame = pd.DataFrame(X, columns=names)
+    params = {"algo": "adaboost", "rounds": 8, "best-round": True}
+    Xv = X[::-1] + 0.5
+    want = mpiboost.train(params, frame, y, valid=(pd.DataFrame(Xv, columns=names), y[::-1]))
+    got = mpiboost.train(params, frame, y, valid=(pd.DataFrame(Xv, columns=names)[["income", "age", "score"]], y[::-1]))
+    assert got.to_json() == want.to_json()
+    with pytest.raises(Exception, match="valid: .*missing: score; not the training: rating"):
+        mpiboost.train(params, frame, y, valid=(frame.rename(columns={"score": "rating"}), y))

@@ -52,7 +52,17 @@ def encode(comm, X: Any) -> tuple[Any, Optional[dict]]:
         else:
             mine[c] = []
     parts = comm.allgather(mine) if comm.size > 1 else [mine]
-    cats = {c: lab.canonical({x for p in parts for x in p.get(c, [])}) for c in names}
+    cats = {}
+    for c in names:
+        values = {x for p in parts for x in p.get(c, [])}
+        try:
+            cats[c] = lab.canonical(values)
+        except ValueError:  # the same rule as labels, but this is a feature: say which column
+            numbers = sorted(v for v in values if not isinstance(v, str))
+            texts = sorted(v for v in values if isinstance(v, str))
+            raise ValueError(f"X: column {c!r} mixes numbers ({', '.join(map(str, numbers[:3]))}) and text "
+                             f"({', '.join(map(repr, texts[:3]))}): make it numbers (NaN for missing) or, for a "
+                             "categorical column, all text or a pandas 'category' of one kind") from None
     return apply(X, cats), cats
 
 

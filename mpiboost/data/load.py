@@ -192,6 +192,24 @@ def _check_features(X: np.ndarray, path: str, row0: int) -> None:
             )
 
 
+def check_same_columns(reference: FileInfo, others: Sequence[FileInfo]) -> None:
+    """Refuse (InputError naming both files and the first differing column) any file of ``others`` whose
+    columns are not ``reference``'s, in its order: every training, validation, target and source file of a
+    run has the first training file's columns, as ``predict`` asks of its files. Files without column
+    names are checked by their number of columns only."""
+    want = list(reference.feature_names or [])
+    for info in others:
+        if info.d != reference.d:
+            raise InputError(f"{info.path} has {info.d} features but {reference.path} has {reference.d}: "
+                             "all files of one job must have the same features")
+        have = list(info.feature_names or [])
+        if want and have and have != want:
+            j = next(k for k in range(len(want)) if have[k] != want[k])
+            raise InputError(f"{info.path}: column {j} is {have[j]!r} but {reference.path} has {want[j]!r} there: "
+                             "every training, validation, target and source file must have the first training "
+                             "file's columns in its order (convert it with --recipe of that file)")
+
+
 def _resolve_files(comm, paths: Sequence[str | os.PathLike]) -> list[FileInfo]:
     if not paths:
         raise InputError("no data files given")
@@ -203,12 +221,7 @@ def _resolve_files(comm, paths: Sequence[str | os.PathLike]) -> list[FileInfo]:
         if d0 == 0:
             # Nothing to bin or split on (`info` still describes such a file).
             raise InputError(f"{infos[0].path}: dataset 'X' has no features (shape ({infos[0].n}, 0))")
-        for info in infos[1:]:
-            if info.d != d0:
-                raise InputError(
-                    f"{info.path} has {info.d} features but {infos[0].path} has {d0}: "
-                    "all files of one job must have the same features"
-                )
+        check_same_columns(infos[0], infos[1:])
         if sum(i.n for i in infos) == 0:
             raise InputError("the data files hold no rows: " + ", ".join(i.path for i in infos))
     return infos

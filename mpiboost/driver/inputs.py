@@ -10,7 +10,8 @@ import numpy as np
 
 from .. import boost
 from ..data import labels as lab
-from ..data.load import load, load_raw
+from ..data.format import FileInfo, inspect
+from ..data.load import check_same_columns, load, load_raw
 from ..errors import CollectiveError, InputError
 from .validation import split_valid
 
@@ -54,6 +55,11 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
     t0 = time.perf_counter()
     cls = type(algo)
     raw = cls.needs_raw
+    if valid:
+        # the validation files' columns are the training files', before any row is read
+        with comm.collective_guard():
+            first = data[0] if isinstance(data[0], FileInfo) else inspect(data[0])
+            check_same_columns(first, [v if isinstance(v, FileInfo) else inspect(v) for v in valid])
     shard = load(comm, data, task="multiclass", dedicated_coordinator=dedicated_coordinator, seed=seed, keep_raw=raw,
                  blocks=blocks)
     _check_task(cls, shard)
