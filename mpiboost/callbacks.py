@@ -7,8 +7,10 @@ every callback at three points with a :class:`RoundEnv`:
   return True if training must not go on (a resumed run already stopped);
 - ``on_round_end(env)``: after each round; return True to stop training;
 - ``on_train_end(env)``: once, after the last round;
-- ``on_search(what, done, total, is_center)``: after each training of a search before the rounds
-  (the k-fold choice of ``--source-trust cv``): ``done`` of ``total`` trainings.
+- ``on_fit_end(env)``: after each training of a selection phase before the rounds (the ``auto``
+  search, SmoothBoost's noise check, the transfer algorithms' source screen and ``--source-trust
+  cv`` folds), with a :class:`FitEnv`: the phase, ``done`` of ``total`` trainings, the candidate, its
+  rounds and seconds. By default it calls ``on_search(what, done, total, is_center)``, the older hook.
 
 Callbacks run on every rank; those that write (files, the terminal) act on the
 center only (``env.is_center``). A callback that stops training must decide
@@ -45,6 +47,19 @@ class RoundEnv:
     valid_history: list = field(default_factory=list)  # validation errors of the rounds replayed from a checkpoint
 
 
+@dataclass
+class FitEnv:
+    """What a callback sees after one training of a selection phase (:meth:`Callback.on_fit_end`)."""
+
+    what: str  # the phase: "noise check", "search of --epsilon auto", ...
+    done: int  # trainings of the phase done, this one included
+    total: int  # trainings the phase makes
+    is_center: bool
+    candidate: str = ""  # what this training was: "AdaBoost", "--epsilon 0.1", "fold 2: target", ...
+    rounds: int = 0  # rounds it trained
+    seconds: float = 0.0  # its time
+
+
 class Callback:
     """Base class: override what you need; ``order`` sorts the callbacks (lower first)."""
 
@@ -58,6 +73,9 @@ class Callback:
 
     def on_train_end(self, env: RoundEnv) -> None:
         pass
+
+    def on_fit_end(self, env: FitEnv) -> None:
+        self.on_search(env.what, env.done, env.total, env.is_center)
 
     def on_search(self, what: str, done: int, total: int, is_center: bool) -> None:
         pass
@@ -146,6 +164,25 @@ class RoundLog(Callback):
             parts.append(f"valid error {m['valid_error']:.4f}")
         parts += [f"{seconds:.1f} s", f"{rate:.2f} rounds/s", f"ETA {eta:.0f} s"]
         print("mpiboost: " + ", ".join(parts), file=self.stream, flush=True)
+
+    def on_fit_end(self, env: FitEnv) -> None:
+        """A line per training of a selection phase, with the phase's ETA (its trainings take about alike)."""
+        import time
+
+        if not env.is_center:
+            return
+        stream = self.stream or sys.stderr
+        # before the rounds, on_train_begin has not chosen yet: a terminal has the progress bar
+        if self.every == 0 or (self.every is None and stream.isatty()):
+            return
+        now = time.perf_counter()
+        if env.done == 1 or getattr(self, "_phase", None) != env.what:
+            self._phase, self._phase_start = env.what, now - env.seconds
+        elapsed = now - self._phase_start
+        eta = elapsed / env.done * (env.total - env.done)
+        what = f" ({env.candidate})" if env.candidate else ""
+        print(f"mpiboost: {env.what} {env.done}/{env.total}{what}: {env.rounds} rounds in {env.seconds:.2f} s, "
+              f"phase {elapsed:.1f} s, ETA {eta:.0f} s", file=stream, flush=True)
 
 
 class _Writer(Callback):

@@ -103,7 +103,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, c
         The loaded inputs (:class:`mpiboost.driver.inputs._Inputs`); its validation rows, if any, are the
         held-out rows.
     callbacks
-        :class:`mpiboost.callbacks.Callback` objects, told of each training (``on_search``).
+        :class:`mpiboost.callbacks.Callback` objects, told of each training (``on_fit_end``).
 
     Returns
     -------
@@ -127,11 +127,10 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, c
     names = (("algorithm", algorithm, params), ("adaboost", *baseline_run(params)))
     for i, (key, name, p) in enumerate(names):
         model = candidate(comm, name, p, rounds, _Inputs(train), seed, phase="noise check", step=i + 1,
-                          steps=len(names)).finish()
+                          steps=len(names), callbacks=callbacks,
+                          label="SmoothBoost" if key == "algorithm" else "AdaBoost").finish()
         wrong[key] = _row_outcomes(model, held, rows)[0]
         watchdog.tick()
-        for cb in callbacks:  # progress: the check costs about two trainings
-            cb.on_search("noise check", i + 1, len(names), comm.is_center)
     n = int(comm.allreduce_int(np.array([rows.size], dtype=np.int64))[0])  # at least 1: split_valid refuses none
     mine = int(comm.allreduce_int(np.array([wrong["algorithm"].sum()], dtype=np.int64))[0])
     errors, gain, se = paired_gain(comm, wrong["algorithm"], wrong["adaboost"], n)

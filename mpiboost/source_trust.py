@@ -241,7 +241,8 @@ def _row_outcomes(model, shard, rows: np.ndarray, cols: Optional[np.ndarray] = N
     return wrong, y * score / scale
 
 
-def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: int, n_target: int) -> dict:
+def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: int, n_target: int,
+                  callbacks=()) -> dict:
     """Collective: each source alone, and with two or more sources all of them together, scored on every
     target row; source index (``"sources"`` for all of them) -> its target errors.
 
@@ -258,8 +259,12 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
     counts = np.asarray(shard.domain_counts if shard.domain_counts is not None else [], dtype=np.int64)
     rows = np.flatnonzero(shard.domain == target)
 
-    def target_errors(run: tuple, on) -> int:
-        model = candidate(comm, *run, rounds, on, seed, phase="source screen").finish()
+    sources = [k for k in range(int(shard.n_domains)) if k != target and k < counts.size and counts[k] > 0]
+    steps = len(sources) + (1 if len(sources) > 1 else 0)
+
+    def target_errors(run: tuple, on, label: str) -> int:
+        model = candidate(comm, *run, rounds, on, seed, phase="source screen", step=len(out) + 1, steps=steps,
+                          callbacks=callbacks, label=label).finish()
         wrong, m = _row_outcomes(model, shard, rows)
         watchdog.tick()
         errors = int(comm.allreduce_int(np.array([wrong.sum()], dtype=np.int64))[0])
@@ -270,12 +275,14 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
     params = dict(params, weak_learner=SCREEN_LEARNER)
     out = {}
     proto = Protocol(comm)
-    for k in range(int(shard.n_domains)):
-        if k != target and k < counts.size and counts[k] > 0:
-            out[k] = target_errors(strategy_run("target", "adaboost", params, k, int(counts[k])), inputs)
+    names = list(shard.domain_names or [])
+    for k in sources:
+        out[k] = target_errors(strategy_run("target", "adaboost", params, k, int(counts[k])), inputs,
+                               f"source {names[k] if k < len(names) else k}")
     if len(out) > 1:  # the sources' union may carry a rule over that no single source shows alone
         union = _Inputs(_subset(shard, shard.domain != target, comm))
-        out["sources"] = target_errors(strategy_run("pooled", "adaboost", params, target, n_target), union)
+        out["sources"] = target_errors(strategy_run("pooled", "adaboost", params, target, n_target), union,
+                                       "every source")
     return out
 
 
@@ -335,12 +342,10 @@ def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int,
                 cols = rebin(shard, held, rows.bins)
             done = f * len(STRATEGIES) + STRATEGIES.index(s) + 1
             model = candidate(comm, name, p, rounds, _Inputs(rows), seed, phase="source trust folds", step=done,
-                              steps=k * len(STRATEGIES)).finish()
+                              steps=k * len(STRATEGIES), callbacks=callbacks, label=f"fold {f + 1}: {s}").finish()
             wrong, margin = _row_outcomes(model, shard, held, cols)
             out[s][0][held], out[s][1][held] = wrong, margin
             watchdog.tick()
-            for cb in callbacks:  # progress: the folds may take many times one training
-                cb.on_search("source trust folds", done, k * len(STRATEGIES), comm.is_center)
     return out
 
 
@@ -375,7 +380,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
     folds : int
         The number of folds asked for; at most one per target row.
     callbacks
-        :class:`mpiboost.callbacks.Callback` objects, told of each training (``on_search``).
+        :class:`mpiboost.callbacks.Callback` objects, told of each training (``on_fit_end``).
 
     Returns
     -------
@@ -390,7 +395,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
     smallest = int(counts.min()) if counts.size else 0
     n_target = int(counts.sum())
     k = min(int(folds), n_target)  # at most leave-one-out
-    screen = source_screen(comm, params, rounds, inputs, seed, target, n_target)
+    screen = source_screen(comm, params, rounds, inputs, seed, target, n_target, callbacks)
     shown = {str(src): {"errors": v["errors"], "error": v["errors"] / n_target,
                         "margin": v["margin_sum"] / max(n_target, 1), "t": _finite(margin_t(v, n_target)),
                         "carries_over": carries_over(v, n_target, len(screen))} for src, v in screen.items()}

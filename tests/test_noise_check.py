@@ -140,3 +140,13 @@ def test_a_crafted_checkpoint_record_is_refused(sets, tmp_path):
         f.attrs[key] = json.dumps(doc)
     proc = run_cli([*base, "--model", str(tmp_path / "r.h5"), "--rounds", "10", "--resume"])
     assert proc.returncode == 2 and "noise_check record" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_the_check_prints_a_line_per_training(sets, tmp_path):
+    """Not a silent phase: outside a terminal each of its two trainings is a line (what, rounds, seconds,
+    ETA), and the summary line counts its seconds."""
+    proc = run_cli(["train", "--data", str(sets / "clean.h5"), "--model", str(tmp_path / "m.h5"), "--algo",
+                    "smoothboost", "--rounds", "15", "--threads", "1"], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "noise check 1/2 (SmoothBoost): 15 rounds in " in proc.stderr, proc.stderr
+    assert "noise check 2/2 (AdaBoost): " in proc.stderr and "selection " in proc.stdout

@@ -326,3 +326,23 @@ def test_files_of_a_run_must_have_the_first_training_files_columns(tmp_path):
     assert got.to_json() == want.to_json()
     with pytest.raises(Exception, match="valid: .*missing: score; not the training: rating"):
         mpiboost.train(params, frame, y, valid=(frame.rename(columns={"score": "rating"}), y))
+
+
+def test_selection_phases_print_a_line_per_training(noisy, tmp_path):
+    """The auto search (and every selection phase) prints what it trains, its rounds and seconds and the
+    phase's ETA, one line per training, under the round log's rules (--quiet: nothing); the summary line
+    counts the phase's seconds."""
+    base = ["train", "--algo", "smoothboost", "--data", str(noisy / "ls.h5"), "--rounds", "20",
+            "--valid-fraction", "0.2", "--epsilon", "auto", "--threads", "1"]
+    proc = run_cli([*base, "--model", str(tmp_path / "a.h5")])
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if "search of --epsilon auto" in ln]
+    assert len(lines) == len(EPSILON_GRID), proc.stderr
+    for i, (line, eps) in enumerate(zip(lines, EPSILON_GRID)):
+        assert f"search of --epsilon auto {i + 1}/{len(EPSILON_GRID)} (--epsilon {eps}): 20 rounds in " in line
+        assert "ETA" in line
+    assert "selection " in proc.stdout  # the summary line
+    quiet = run_cli([*base, "--model", str(tmp_path / "q.h5"), "--quiet"])
+    assert quiet.returncode == 0 and "search of" not in quiet.stderr
+    logged = run_cli([*base, "--model", str(tmp_path / "l.h5"), "--quiet", "--log-every", "5"])
+    assert logged.returncode == 0 and logged.stderr.count("search of --epsilon auto") == len(EPSILON_GRID)

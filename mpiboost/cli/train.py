@@ -521,7 +521,9 @@ def summary_line(s: dict, model_path: str) -> str:
     line = (
         f"mpiboost: {s['algorithm']} {s['rounds']} rounds on {s['n']:,} rows x {s['d']} features{classes}, "
         f"{s['ranks']} rank(s) x {s['threads']} thread(s): {sec['total']:.2f} s "
-        f"(load {sec['load']:.2f}, rounds {sec['rounds']:.2f}, communication {sec['communication']:.2f}); "
+        f"(load {sec['load']:.2f}, "
+        + (f"selection {sec['selection']:.2f}, " if sec.get("selection", 0.0) >= 0.005 else "")
+        + f"rounds {sec['rounds']:.2f}, communication {sec['communication']:.2f}); "
         f"train error {s['train_error'] if s['train_error'] is not None else float('nan'):.4f}"
     )
     if s.get("valid_error") is not None:

@@ -150,6 +150,7 @@ def train(
                             if p.type is list and algo.params.get(p.name)})
     choose = best_round or early_stop is not None or bool(auto)
     info: dict = {}
+    t_select = clock()  # the selection phases (source trust, noise check, auto search): their own seconds
     if type(algo).has("source_trust"):
         # How far to trust the sources, from held-out target rows (source_trust.py): the run that follows
         # trains the way chosen, which may be an AdaBoost baseline instead of the transfer algorithm.
@@ -184,8 +185,11 @@ def train(
         auto = auto_params(algorithm, params)
     if auto:
         if searched is None:
-            searched = search(comm, algorithm, params, auto, rounds, inputs, seed, early_stop)
+            searched = search(comm, algorithm, params, auto, rounds, inputs, seed, early_stop,
+                              sorted_callbacks(callbacks))
         info["search"] = searched
+    t_select = clock() - t_select
+    if auto:
         params = _with(params, searched["chosen"])
     chooser = BestRound(early_stop) if choose else None
     algo, proto, stop_reason, last, phase, t_rounds, sent_before = _run_once(
@@ -213,7 +217,7 @@ def train(
             "rounds_chosen": bool(chooser is not None),
             "metric": valid_metric,  # "auc": the errors above are 1 - AUC
         }
-    seconds = {"total": t_end - t_start, "load": inputs.seconds, "rounds": t_rounds}
+    seconds = {"total": t_end - t_start, "load": inputs.seconds, "selection": t_select, "rounds": t_rounds}
     summary = summarize(comm, proto, algo, model, inputs, stop_reason=stop_reason, last=last, phase=phase,
                         threads=n_threads, seconds=seconds, sent_before=sent_before)
     summary["valid_metric"] = valid_metric  # "auc": the valid_error figures are 1 - AUC

@@ -6,7 +6,7 @@ import time
 from typing import Optional, Sequence, TYPE_CHECKING
 
 from .. import boost, signals, watchdog
-from ..callbacks import BestRound
+from ..callbacks import BestRound, FitEnv
 from ..protocol import Protocol
 from .algorithm import _with, make_algorithm
 from .resume import replay
@@ -48,21 +48,28 @@ def _run_once(comm, algorithm: str, params: dict, rounds: int, inputs: _Inputs, 
 
 
 def candidate(comm, algorithm: str, params: dict, rounds: int, inputs: _Inputs, seed: int,
-              chooser: Optional[BestRound] = None, *, phase: str, step: int = 0, steps: int = 0) -> Algorithm:
+              chooser: Optional[BestRound] = None, *, phase: str, step: int = 0, steps: int = 0,
+              callbacks: Sequence[Callback] = (), label: str = "") -> Algorithm:
     """Collective: one candidate training of a selection phase; the trained algorithm (``.finish()``: its model).
 
+    The callbacks hear of it (``on_fit_end``: the phase, ``step`` of ``steps``, ``label``, rounds, seconds).
     A candidate cut short by SIGTERM / SIGUSR1 is not the model the phase compares: it raises
     :class:`mpiboost.signals.Preempted` (on every rank alike) rather than let a choice be made from it.
     """
+    t0 = time.perf_counter()
     algo, _, stop_reason, *_ = _run_once(comm, algorithm, params, rounds, inputs, seed, (), None, None, chooser)
     got = signals.stopped_by(stop_reason)
     if got is not None:
         raise signals.Preempted(got, phase, step, steps)
+    env = FitEnv(what=phase, done=step or 1, total=steps or 1, is_center=comm.is_center, candidate=label,
+                 rounds=int(algo.model.n_rounds), seconds=time.perf_counter() - t0)
+    for cb in callbacks:
+        cb.on_fit_end(env)
     return algo
 
 
 def search(comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int, inputs: _Inputs, seed: int,
-           patience: Optional[int]) -> dict:
+           patience: Optional[int], callbacks: Sequence[Callback] = ()) -> dict:
     """Collective: the grid of the ``auto`` parameters tried on validation data; the choice and every result.
 
     Each grid point is a full run (its best round, as :class:`BestRound`
@@ -78,9 +85,10 @@ def search(comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int
     for i, values in enumerate(grid):
         point = dict(zip(names, values))
         chooser = BestRound(patience)
+        flags = {k: boost.get(algorithm).declared(k).flag for k in names}
         candidate(comm, algorithm, _with(params, point), rounds, inputs, seed, chooser,
-                  phase="search of " + ", ".join(f"{boost.get(algorithm).declared(k).flag} auto" for k in names),
-                  step=i + 1, steps=len(grid))
+                  phase="search of " + ", ".join(f"{flags[k]} auto" for k in names), step=i + 1, steps=len(grid),
+                  callbacks=callbacks, label=", ".join(f"{flags[k]} {point[k]}" for k in names))
         watchdog.tick()
         tried.append({**point, "best_round": chooser.best_round, "best_error": chooser.best_error})
     # a run that trained no round (no weak edge at all) has no error: it never wins
