@@ -103,7 +103,11 @@ def _numeric(X):
 
 
 class MpiboostClassifier(ClassifierMixin, BaseEstimator):
-    """Base of the generated estimators (one subclass per algorithm; see the module docstring)."""
+    """Base of the generated estimators (one subclass per algorithm; see the module docstring).
+
+    Used itself, ``MpiboostClassifier(**params)`` is the default algorithm's estimator,
+    :data:`DEFAULT_ALGORITHM` (gradient boosted trees: ``GBDTClassifier``'s parameters).
+    """
 
     _algo: str = ""
 
@@ -360,6 +364,9 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
 class OnlineClassifier(MpiboostClassifier):
     """Base of the online boosters' estimators: ``fit`` is one prequential pass, ``partial_fit`` continues it.
 
+    Used itself, ``OnlineClassifier(**params)`` is :data:`DEFAULT_ONLINE`'s estimator (Online MBBM, the
+    strongest booster of the online results).
+
     ``fit(X, y)`` streams the rows (every rank's, in rank order) once, as ``mpiboost train`` streams a file;
     ``partial_fit(X, y, classes=...)`` feeds one batch more of the stream each call (``classes``: every label
     the stream will hold, needed at the first call unless the first batch holds them all). In a stream fed by
@@ -573,6 +580,12 @@ def _registry() -> dict:
 ESTIMATORS = _registry()
 globals().update({e.__name__: e for e in ESTIMATORS.values()})
 
+# The bases used themselves: the default batch algorithm and the default online booster, with their parameters
+DEFAULT_ALGORITHM, DEFAULT_ONLINE = "gbdt", "online-mbbm"
+for _base, _name in ((MpiboostClassifier, DEFAULT_ALGORITHM), (OnlineClassifier, DEFAULT_ONLINE)):
+    _base._algo = _name
+    _base.__init__ = ESTIMATORS[_name].__init__
+
 
 def estimator(algo: str, **params: Any) -> MpiboostClassifier:
     """The estimator of algorithm ``algo`` (a registry name, e.g. ``"samme"``) with ``params``."""
@@ -582,4 +595,4 @@ def estimator(algo: str, **params: Any) -> MpiboostClassifier:
         raise ValueError(f"unknown algorithm {algo!r}; choose from {', '.join(sorted(ESTIMATORS))}") from None
 
 
-__all__ = ["ESTIMATORS", "MpiboostClassifier", "OnlineClassifier", "estimator"] + [e.__name__ for e in ESTIMATORS.values()]
+__all__ = ["DEFAULT_ALGORITHM", "DEFAULT_ONLINE", "ESTIMATORS", "MpiboostClassifier", "OnlineClassifier", "estimator"] + [e.__name__ for e in ESTIMATORS.values()]

@@ -22,9 +22,9 @@ import mpiboost
 from mpiboost import boost
 from mpiboost.online import ONLINE
 from mpiboost.online.options import STREAM_PARAMS
-from mpiboost.sklearn import (ESTIMATORS, AdaBoostClassifier, MSDTrAClassifier, MultiBoostClassifier,
-                              OnlineAgnosticClassifier, OnlineOCORClassifier, SAMMEClassifier,
-                              SmoothBoostClassifier, estimator)
+from mpiboost.sklearn import (ESTIMATORS, AdaBoostClassifier, MpiboostClassifier, MSDTrAClassifier,
+                              MultiBoostClassifier, OnlineAgnosticClassifier, OnlineClassifier, OnlineOCORClassifier,
+                              SAMMEClassifier, SmoothBoostClassifier, estimator)
 
 
 def test_one_estimator_per_registered_algorithm():
@@ -50,8 +50,9 @@ def _name(check) -> str:
 NOT_APPLICABLE = {
     "check_array_api_input": "mpiboost computes with numpy and compiled kernels: it takes no array-API arrays",
 }
-CHECKS = [(est, check) for cls in ESTIMATORS.values() for est, check in estimator_checks_generator(cls())
-          if _name(check) not in NOT_APPLICABLE]
+# every registered algorithm's estimator, and the bases used themselves (the default algorithms)
+CHECKS = [(est, check) for cls in (*ESTIMATORS.values(), MpiboostClassifier, OnlineClassifier)
+          for est, check in estimator_checks_generator(cls()) if _name(check) not in NOT_APPLICABLE]
 
 
 @pytest.mark.parametrize("estimator,check", CHECKS,
