@@ -82,6 +82,8 @@ cdef class NodeGrower:
     cdef idx_t[::1] lo, hi
     cdef long long[::1] count
     cdef double[::1] gain, bgain
+    cdef unsigned char[::1] use  # the features this tree may split on (feature fraction), when masked
+    cdef bint masked
     cdef public long long word_nodes, word_chunks, channel_nodes, word_rows_max  # what the last tree's histograms were built from
 
     def __init__(self, const bin_t[:, ::1] XT, const bin_t[:, ::1] XR, const long long[::1] off, binary,
@@ -121,6 +123,20 @@ cdef class NodeGrower:
         self.wbuf = np.zeros(1, dtype=np.int64)
         self.wscratch = np.zeros(1, dtype=np.int64)
         self.cap = 0
+        self.use = np.ones(max(self.d, 1), dtype=np.uint8)
+        self.masked = False
+
+    def set_features(self, mask=None):
+        """The features the next trees may split on: a (d,) boolean mask, or None for all (until set again)."""
+        if mask is None:
+            self.masked = False
+            return
+        m = np.ascontiguousarray(mask, dtype=np.uint8)
+        if m.shape[0] != self.d:
+            raise ValueError("the feature mask must have one entry per feature")
+        if self.d:
+            np.asarray(self.use)[:] = m
+        self.masked = True
 
     # ------------------------------------------------------------------ a tree
     def begin(self, const fixed_t[:, ::1] gh, double g_scale, double h_scale, subset=None, words=None, int wh=0,
@@ -244,7 +260,7 @@ cdef class NodeGrower:
         if self.slot[node] >= 0 and self.d > 0 and not (self.max_depth and self.depth[node] >= self.max_depth):
             best_split_core(&self.pool[self.slot[node], 0, 0], &self.off[0], self.C, self.K, self.g_scale,
                             self.h_scale, self.l2, self.min_data, self.min_hess, self.criterion, f_lo, f_hi,
-                            &self.tsc[0], &self.tsc[self.C], &s)
+                            &self.tsc[0], &self.tsc[self.C], &s, &self.use[0] if self.masked else NULL)
         self.bgain[node] = s.gain
         self.bf[node] = s.feature
         self.bb[node] = s.bin

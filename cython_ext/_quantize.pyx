@@ -155,3 +155,19 @@ def quantize_units(const int64_t[:, ::1] gh, int K, double unit, double g_scale,
                 x = min(x, <double> h_bound)
             out[i, K + k] = <int64_t> x
         out[i, 2 * K] = 1
+
+
+# The stream of the bagging draws: apart from the quantization's (2 class, 2 class + 1 < 2**10)
+cdef uint64_t _BAG_STREAM = 0x7FFFFFFF
+
+
+def bag(uint64_t seed, uint64_t key, int64_t first_row, double fraction, unsigned char[::1] out, int threads=1):
+    """Row bagging: ``out[i] = 1`` where the uniform number of ``(seed, key, global row first_row + i)`` is below
+    ``fraction``, else 0 (each row in with probability ``fraction``, independently; the same rows on any number
+    of ranks and threads). Returns the rows in."""
+    cdef idx_t n = out.shape[0], i
+    cdef long long inside = 0
+    for i in prange(n, nogil=True, schedule="static", num_threads=max(1, threads) if n >= 32768 else 1):
+        out[i] = _uniform(seed, key, <uint64_t>(first_row + i), _BAG_STREAM) < fraction
+        inside += out[i]
+    return int(inside)

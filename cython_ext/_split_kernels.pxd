@@ -49,7 +49,8 @@ cdef inline void _newton1_try(fixed_t G, fixed_t H, long long NL, long long NR, 
 
 cdef inline void _best_newton1(const fixed_t* hist, const long long* off, idx_t C, double g_scale, double h_scale,
                                double l2, long long min_data, double min_hess, idx_t f_lo, idx_t f_hi,
-                               const fixed_t* tot, double parent, split_t* out) noexcept nogil:
+                               const fixed_t* tot, double parent, const unsigned char* use,
+                               split_t* out) noexcept nogil:
     """best_split_core's scan for one class and the Newton gain, with the sums in scalars: the same
     candidates in the same order and the same floating-point expressions, hence the same split."""
     cdef idx_t j, b, nb, base, s, m
@@ -58,6 +59,8 @@ cdef inline void _best_newton1(const fixed_t* hist, const long long* off, idx_t 
     cdef fixed_t G, H, tG = tot[0], tHu = tot[1], GM, HM
     out.gain, out.feature, out.bin, out.missing_left = 0.0, -1, 0, 0
     for j in range(f_lo, f_hi):
+        if use != NULL and not use[j]:
+            continue  # not among this tree's features (feature fraction)
         base = off[j]
         nb = off[j + 1] - base - 1
         m = (base + nb) * C
@@ -82,8 +85,9 @@ cdef inline void _best_newton1(const fixed_t* hist, const long long* off, idx_t 
 
 cdef inline void best_split_core(const fixed_t* hist, const long long* off, idx_t C, int K, double g_scale, double h_scale,
                           double l2, long long min_data, double min_hess, int criterion, idx_t f_lo, idx_t f_hi,
-                          fixed_t* tot, fixed_t* L, split_t* out) noexcept nogil:
-    """:func:`best_split` without checks or allocations (``tot``, ``L``: C scratch entries each)."""
+                          fixed_t* tot, fixed_t* L, split_t* out, const unsigned char* use=NULL) noexcept nogil:
+    """:func:`best_split` without checks or allocations (``tot``, ``L``: C scratch entries each); ``use``:
+    the features a split may take (NULL: all)."""
     cdef idx_t j, b, nb, base, k, s
     cdef int ml, bf = -1, bb = 0, bml = 0
     cdef double best = 0.0, gain, parent = 0.0, HL, HR
@@ -107,9 +111,11 @@ cdef inline void best_split_core(const fixed_t* hist, const long long* off, idx_
         for k in range(K):
             parent += _term(tot[k] * g_scale, tot[K + k] * h_scale, l2)
     if K == 1 and criterion == GAIN_NEWTON:
-        _best_newton1(hist, off, C, g_scale, h_scale, l2, min_data, min_hess, f_lo, f_hi, tot, parent, out)
+        _best_newton1(hist, off, C, g_scale, h_scale, l2, min_data, min_hess, f_lo, f_hi, tot, parent, use, out)
         return
     for j in range(f_lo, f_hi):
+        if use != NULL and not use[j]:
+            continue
         base = off[j]
         nb = off[j + 1] - base - 1
         NM = hist[(base + nb) * C + 2 * K]

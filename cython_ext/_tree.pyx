@@ -168,8 +168,9 @@ def subtract(const fixed_t[:, ::1] parent, const fixed_t[:, ::1] child, fixed_t[
 
 
 def best_split(const fixed_t[:, ::1] hist, const long long[::1] off, int K, double g_scale, double h_scale,
-               double l2, long long min_data, double min_hess, int criterion, idx_t f_lo=0, idx_t f_hi=-1):
-    """The best split of a node from its packed histogram, over features ``f_lo .. f_hi - 1``.
+               double l2, long long min_data, double min_hess, int criterion, idx_t f_lo=0, idx_t f_hi=-1, use=None):
+    """The best split of a node from its packed histogram, over features ``f_lo .. f_hi - 1`` (``use``: a
+    (d,) mask of the features allowed, None: all).
 
     A candidate "bin <= b goes left", missing values left or right, leaves at
     least ``min_data`` rows and ``min_hess`` hessian (summed over the K
@@ -196,9 +197,12 @@ def best_split(const fixed_t[:, ::1] hist, const long long[::1] off, int K, doub
         return 0.0, -1, 0, False
     scratch = np.zeros(2 * C, dtype=np.int64)
     cdef fixed_t[::1] sc = scratch
+    cdef const unsigned char[::1] um = np.ascontiguousarray(use if use is not None else np.ones(1), dtype=np.uint8)
+    if use is not None and um.shape[0] != d:
+        raise ValueError("use must have one entry per feature")
     with nogil:
         best_split_core(&hist[0, 0], &off[0], C, K, g_scale, h_scale, l2, min_data, min_hess, criterion, f_lo, f_hi,
-                        &sc[0], &sc[C], &out)
+                        &sc[0], &sc[C], &out, &um[0] if use is not None else NULL)
     return out.gain, out.feature, out.bin, bool(out.missing_left)
 
 

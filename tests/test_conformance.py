@@ -58,8 +58,10 @@ UNVARIED = {"vote"}  # SmoothBoost's vote has one value left (majority)
 # Pairs of non-default values that take a path of their own (trees with a loss or a relabelling).
 COMBINED = {
     "adaboost": [{"weak_learner": "tree", "loss": "logistic"},
-                 {"weak_learner": "tree", "loss": "logistic", "grad_bins": 4}],
+                 {"weak_learner": "tree", "loss": "logistic", "grad_bins": 4},
+                 {"weak_learner": "tree", "loss": "logistic", "bagging_fraction": 0.6, "bagging_freq": 1}],
     "softmax": [{"grad_bins": 16}],
+    "gbdt": [{"bagging_fraction": 0.6, "bagging_freq": 2, "feature_fraction": 0.7}],
     "multiboost": [{"weak_learner": "tree", "loss": "logistic"}],
     "agnostic-batch": [{"weak_learner": "tree", "relabel": "random"}],
 }

@@ -130,8 +130,8 @@ def test_partition_is_stable_and_matches_naive(threads, n):
         np.testing.assert_array_equal(rows[hi:], before[hi:])
 
 
-def _best_ref(hist, off, K, gs, hs, l2, min_data, min_hess, criterion):
-    """Every candidate in scan order; the first of the largest gain > 0."""
+def _best_ref(hist, off, K, gs, hs, l2, min_data, min_hess, criterion, use=None):
+    """Every candidate in scan order; the first of the largest gain > 0 (``use``: the features allowed)."""
     d = off.shape[0] - 1
     tot = hist[off[0]:off[1]].sum(axis=0)
 
@@ -140,6 +140,8 @@ def _best_ref(hist, off, K, gs, hs, l2, min_data, min_hess, criterion):
 
     best = (0.0, -1, 0, False)
     for j in range(d):
+        if use is not None and not use[j]:
+            continue
         nb = int(off[j + 1] - off[j] - 1)
         M = hist[off[j] + nb]
         for b in range(nb):
@@ -214,6 +216,25 @@ def test_best_split_matches_naive_on_sparse_bins(seed):
     got = _tree.best_split(hist, off, *args)
     want = _best_ref(hist, off, *args)
     assert got == want, (got, want)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_best_split_over_the_features_allowed(seed):
+    # feature fraction: only the features of the mask are scanned, one class or several
+    rng = np.random.default_rng(200 + seed)
+    d, K = 5, int(rng.choice([1, 2]))
+    nb = rng.integers(2, 40, size=d).astype(np.int64)
+    n = 300
+    X = _binned(rng, n, d, int(nb.min()), missing=0.1)
+    gh = _gh(rng, n, K)
+    off = _tree.packed_offsets(nb)
+    hist = _hist_ref(X, gh, np.arange(n), nb)
+    use = rng.random(d) < 0.5
+    use[int(rng.integers(d))] = True
+    args = (K, 2.0**-40, 2.0**-40, 1.0, 5, 0.0, 0)
+    got = _tree.best_split(hist, off, *args, use=use.astype(np.uint8))
+    assert got == _best_ref(hist, off, *args, use=use)
+    assert got[1] == -1 or use[got[1]]
 
 
 def test_best_split_ties_go_to_the_lowest_feature_and_bin():

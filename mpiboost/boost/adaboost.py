@@ -16,7 +16,7 @@ from typing import Optional
 
 from .base import Hypothesis, Param
 from .losses import loss_of
-from .params import GRAD_BINS_BINARY, LEARNING_RATE, ROW_WEIGHTS, SAMPLING
+from .params import GRAD_BINS_BINARY, LEARNING_RATE, NEWTON_SAMPLING, ROW_WEIGHTS, SAMPLING, check_newton_sampling
 from .reweighting import Reweighting
 
 ERROR_CLIP = 1e-12
@@ -39,12 +39,14 @@ class AdaBoost(Reweighting):
         Param("learning_rate", float, 0.1, LEARNING_RATE.help, low=0.0, high=1.0, low_open=True,
               when=("loss", "logistic")),
         Param(**{**GRAD_BINS_BINARY.__dict__, "when": ("loss", "logistic")}),
+        *(Param(**{**p.__dict__, "when": ("loss", "logistic")}) for p in NEWTON_SAMPLING),
         *ROW_WEIGHTS,
     )
 
     @classmethod
     def check_params(cls, params: dict, given) -> None:
         if loss_of(params).newton:
+            check_newton_sampling(params, given)
             bad = [flag for name, flag in (("search", "--search sample"), ("train_domain", "--train-domain"),
                                            ("entity_balanced", "--entity-balanced"))
                    if given.get(name) not in (None, False, "histogram")]

@@ -15,7 +15,8 @@ from typing import Optional
 
 from .base import Algorithm, Hypothesis, Param
 from .losses import LOGISTIC
-from .params import GRAD_BINS, GRAD_BINS_BINARY, GRAD_BINS_MULTICLASS, LEARNING_RATE, TREE_NEWTON
+from .params import (GRAD_BINS, GRAD_BINS_BINARY, GRAD_BINS_MULTICLASS, LEARNING_RATE, NEWTON_SAMPLING, TREE_NEWTON,
+                     check_newton_sampling)
 
 WEAK = Param("weak_learner", str, "tree",
              "the weak learner: tree (see --max-leaves) or stump (one split, Newton leaves)",
@@ -39,7 +40,12 @@ class GBDT(Algorithm):
         Param(**{**GRAD_BINS.__dict__, "default": None,
                  "help": GRAD_BINS.help + f" (default: {GRAD_BINS_BINARY.default} for two classes, "
                                           f"{GRAD_BINS_MULTICLASS.default} for more)"}),
+        *NEWTON_SAMPLING,
     )
+
+    @classmethod
+    def check_params(cls, params: dict, given) -> None:
+        check_newton_sampling(params, given)
 
     def check_data(self, data) -> None:
         if data.n_classes < 2:

@@ -31,6 +31,7 @@ from .._ext import _tree
 from ..weak.tree import TreeGrower, TreeSpec, gh_shift
 from .base import Hypothesis
 from .losses import LOGISTIC, SOFTMAX, grows_trees
+from .params import bagging_freq
 
 
 def _threads() -> int:
@@ -57,6 +58,10 @@ class NewtonBoost:
         self.loss = LOGISTIC if self.K == 1 else SOFTMAX
         self.lr = float(params["learning_rate"])
         self.grad_bins = int(params.get("grad_bins") or 0)
+        self.bag_fraction = float(params.get("bagging_fraction") or 1.0)
+        self.bag_freq = bagging_freq(params)
+        self.feature_fraction = float(params.get("feature_fraction") or 1.0)
+        self._bag = None  # (bag index, this rank's rows in the bag)
         self.seed = int(seed) & ((1 << 64) - 1)
         spec = TreeSpec.from_params(params)
         if "weak_learner" in params and not grows_trees(params):
@@ -101,17 +106,51 @@ class NewtonBoost:
             step = np.where(H + l2 > 0, -G / np.where(H + l2 > 0, H + l2, 1.0), 0.0)
             return init + lr * step
 
+        subset = self.bag(t)
+        self.grower.features(self.features(t))
         if self.grad_bins:
             gq, g_scale, h_scale = self.quantized(t)
             tree, leaf = self.grower.grow(gq, K, g_scale, h_scale, leaf_value, "real", leaf_gh=self.gh, leaf_h_scale=sc,
-                                          grad_bins=self.grad_bins, n_rows=int(self.data.n_global))
+                                          grad_bins=self.grad_bins, n_rows=int(self.data.n_global), subset=subset)
         else:
-            tree, leaf = self.grower.grow(self.gh, K, sc, sc, leaf_value, "real")
+            tree, leaf = self.grower.grow(self.gh, K, sc, sc, leaf_value, "real", subset=subset)
+        if subset is not None:
+            leaf = tree.leaves(self.data.cols)  # the rows out of the bag follow the tree too
         if tree.n_leaves < 2 and not first:
             return None
         self._cache = (tree, leaf)
         metrics = {"leaves": tree.n_leaves, "bytes_tree": self.grower.bytes_per_tree[-1]}
         return Hypothesis(tree, 1.0, metrics)
+
+    def bag(self, t: int) -> Optional[np.ndarray]:
+        """Round ``t``'s rows to grow on (this rank's, sorted), or None for all of them.
+
+        A new bag every ``bagging_freq`` rounds: each row in with probability ``bagging_fraction``, drawn from
+        (seed, bag index, global row) (:func:`mpiboost._ext._quantize.bag`), so the bag, and the tree, are the
+        same on any number of ranks.
+        """
+        if self.bag_freq <= 0 or self.bag_fraction >= 1.0:
+            return None
+        from .._ext import _quantize
+
+        key = (max(int(t), 1) - 1) // self.bag_freq
+        if self._bag is None or self._bag[0] != key:
+            inside = np.empty(self.data.n_local, dtype=np.uint8)
+            _quantize.bag(self.seed, key, int(self.data.start), self.bag_fraction, inside, threads=_threads())
+            self._bag = (key, np.flatnonzero(inside))
+        return self._bag[1]
+
+    def features(self, t: int) -> Optional[np.ndarray]:
+        """Round ``t``'s features a split may take (a (d,) mask), or None for all: ``round(d x feature_fraction)``
+        of them (at least one), drawn from (seed, round) alike on every rank."""
+        if self.feature_fraction >= 1.0 or int(self.data.d) <= 1:
+            return None
+        d = int(self.data.d)
+        k = min(d, max(1, int(d * self.feature_fraction + 0.5)))
+        rng = np.random.default_rng([self.seed, int(t), 0xFEA7])
+        mask = np.zeros(d, dtype=bool)
+        mask[rng.choice(d, size=k, replace=False)] = True
+        return mask
 
     def quantized(self, t: int) -> tuple[np.ndarray, float, float]:
         """Round ``t``'s gradients and hessians as integers of ``grad_bins`` levels: ``(units, g_scale, h_scale)``.

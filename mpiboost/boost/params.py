@@ -103,6 +103,38 @@ GRAD_BINS = Param("grad_bins", int, 0,
 # set): 4 levels keep the binary sets' test error within 0.1 point of full precision, multiclass sets need 16
 # to stay within 0.3 (4 lose up to 0.5 on car and segmentation).
 GRAD_BINS_BINARY = Param(**{**GRAD_BINS.__dict__, "default": 4})
+# Subsampling as LightGBM users set it; every draw keyed by the seed and the global row or the round, so the
+# model is the same on any number of ranks.
+BAGGING_FRACTION = Param("bagging_fraction", float, 1.0,
+                         "Newton trees: grow each tree, and its leaf values, on this fraction of the rows (each row "
+                         "in at random, keyed by the seed, the bag and the global row: the same rows on any number "
+                         "of ranks), a new bag every --bagging-freq rounds (LightGBM's bagging_fraction)",
+                         low=0.0, high=1.0, low_open=True, origin="beyond")
+BAGGING_FREQ = Param("bagging_freq", int, None,
+                     "Newton trees: draw a new bag of rows every K rounds (LightGBM's bagging_freq; default 1 when "
+                     "--bagging-fraction is below 1, where LightGBM's 0 would silently turn bagging off; 0: no "
+                     "bagging)", low=0, high=10**6, metavar="K", origin="beyond")
+FEATURE_FRACTION = Param("feature_fraction", float, 1.0,
+                         "Newton trees: each tree splits on a random round(d x F) of the d features (at least one; "
+                         "drawn from the seed and the round; LightGBM's feature_fraction)",
+                         low=0.0, high=1.0, low_open=True, metavar="F", origin="beyond")
+NEWTON_SAMPLING = (BAGGING_FRACTION, BAGGING_FREQ, FEATURE_FRACTION)
+
+
+def bagging_freq(params: dict) -> int:
+    """Rounds per bag: the given ``bagging_freq``, else 1 where ``bagging_fraction`` is below 1 (0: no bagging)."""
+    freq = params.get("bagging_freq")
+    if freq is None:
+        return 1 if float(params.get("bagging_fraction") or 1.0) < 1.0 else 0
+    return int(freq)
+
+
+def check_newton_sampling(params: dict, given) -> None:
+    """A fraction below 1 with ``--bagging-freq 0`` given would do nothing (LightGBM's silent rule): refused."""
+    fraction = float(params.get("bagging_fraction") or 1.0)
+    if fraction < 1.0 and given.get("bagging_freq") is not None and int(given["bagging_freq"]) == 0:
+        raise ValueError(f"--bagging-fraction {fraction:g} with --bagging-freq 0: a frequency of 0 turns bagging "
+                         "off; give --bagging-freq K >= 1 (or leave it out: a new bag every round)")
 GRAD_BINS_MULTICLASS = Param(**{**GRAD_BINS.__dict__, "default": 16})
 
 WEAK_LEARNER_STUMP_SEARCH = Param(

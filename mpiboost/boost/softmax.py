@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .base import Algorithm, Hypothesis, Param
-from .params import GRAD_BINS_MULTICLASS, LEARNING_RATE, TREE_NEWTON
+from .params import GRAD_BINS_MULTICLASS, LEARNING_RATE, NEWTON_SAMPLING, TREE_NEWTON, check_newton_sampling
 
 WEAK = Param("weak_learner", str, "tree",
              "the weak learner: tree (vector leaves, see --max-leaves) or stump (one split, K values per side)",
@@ -31,7 +31,11 @@ class Softmax(Algorithm):
     losses = ("logistic",)
     stop_message = "no split left that lowers the loss"
     parameters = (WEAK, *(p if p.when is None else Param(**{**p.__dict__, "when": ("weak_learner", "tree")})
-                          for p in TREE_NEWTON), LEARNING_RATE, GRAD_BINS_MULTICLASS)
+                          for p in TREE_NEWTON), LEARNING_RATE, GRAD_BINS_MULTICLASS, *NEWTON_SAMPLING)
+
+    @classmethod
+    def check_params(cls, params: dict, given) -> None:
+        check_newton_sampling(params, given)
 
     def check_data(self, data) -> None:
         if data.n_classes < 2:

@@ -206,6 +206,7 @@ class TreeGrower:
         self.narrow = 0  # set per tree by grow(grad_bins=...): B where the histograms travel as int32
         self._words = None  # the packed words (grad_bins), reused tree after tree
         self._g = None  # (K, the NodeGrower): the buffers of growth, reused tree after tree
+        self._features = None  # the features the trees may split on (feature fraction): None, all
         self._fields = None  # (wh, wc, most rows) of this tree's packed words (grad_bins), else None
         if spec.exchange == "reduce-scatter" and proto is not None:
             self._blocks = feature_blocks(self.off, proto.comm.size)
@@ -289,6 +290,12 @@ class TreeGrower:
             g.release(node)  # a leaf for good: its histogram's slot is free
 
     # ---------------------------------------------------------------- grow
+    def features(self, mask: Optional[np.ndarray]) -> None:
+        """The features the next trees may split on: a (d,) mask, or None for all (until set again)."""
+        self._features = None if mask is None else np.asarray(mask, dtype=bool)
+        if self._g is not None:
+            self._g[1].set_features(self._features)
+
     def _node_grower(self, K: int):
         """This grower's :class:`mpiboost._ext._grower.NodeGrower` for K classes (buffers kept across trees)."""
         from .._ext import _grower
@@ -298,6 +305,7 @@ class TreeGrower:
             self._g = (K, _grower.NodeGrower(self.cols, self.XR, self.off, self.binary.astype(np.uint8),
                                              int(s.max_leaves), int(s.max_depth), int(s.min_data_in_leaf),
                                              float(s.min_child_weight), float(s.l2), self.criterion, K))
+            self._g[1].set_features(self._features)
         return self._g[1]
 
     def grow(self, gh: np.ndarray, K: int, g_scale: float, h_scale: float,
