@@ -1080,6 +1080,12 @@ class Scorer:
                     _weights.add_stump(self.scores, stump.column(self.cols), *stump.args(), coef)
         self.done = hi
 
+    def _signed(self, y: np.ndarray) -> np.ndarray:
+        """A sign model's labels as -1/+1 (int8): as given, or from class indices (an algorithm that takes
+        them, e.g. gbdt on two classes; -1, a class the model does not know, becomes 0, never predicted)."""
+        y = np.asarray(y)
+        return y if y.dtype == np.int8 else lab.signed(y)
+
     def errors(self, y: np.ndarray) -> int:
         """This rank's rows whose predicted class differs from ``y`` (internal codes)."""
         from ._ext import _weights
@@ -1088,14 +1094,14 @@ class Scorer:
             from ._ext import _multiclass
 
             return int(_multiclass.class_errors(self.scores, np.ascontiguousarray(y, dtype=np.int32)))
-        return int(_weights.margin_errors(self.scores, y))
+        return int(_weights.margin_errors(self.scores, self._signed(y)))
 
     def errors_by_group(self, y: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
         """This rank's wrong rows per group id (e.g. per task): int64 counts of length ``n_groups``."""
         if self.model.output == "argmax":
             wrong = index_of_scores(self.scores) != np.asarray(y)
         else:
-            wrong = np.where(self.scores >= 0, 1, -1) != np.asarray(y)  # ties -> +1, as margin_errors
+            wrong = np.where(self.scores >= 0, 1, -1) != self._signed(y)  # ties -> +1, as margin_errors
         return np.bincount(np.asarray(group, dtype=np.int64)[wrong], minlength=n_groups).astype(np.int64)
 
 

@@ -182,7 +182,7 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
         return out
 
     # ---------------------------------------------------------------------- fit
-    def fit(self, X, y=None, domain=None):
+    def fit(self, X, y=None, domain=None, eval_set=None):
         """Collective: train on this rank's rows.
 
         Parameters
@@ -193,6 +193,10 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
             Labels, any values (numbers or strings).
         domain : array-like of shape (n_samples,), optional
             Each row's domain / source / task id (see the module docstring); or use ``domain_column``.
+        eval_set : list of one (X_valid, y_valid) pair, optional
+            This rank's validation rows, as LightGBM's ``fit(eval_set=...)``: they pick the best round
+            (``best_round``), stop training (``early_stop``) and choose ``auto`` values, instead of
+            ``valid_fraction`` held-out training rows. With ``domain_column``, X_valid holds that column too.
 
         Returns
         -------
@@ -206,6 +210,23 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
         from .data import frames
 
         X, self.categories_ = frames.encode(comm, X)  # a DataFrame's categorical columns: codes, agreed
+        if eval_set is not None:
+            pairs = list(eval_set) if isinstance(eval_set, (list, tuple)) else None
+            if not pairs or len(pairs) != 1 or not isinstance(pairs[0], (list, tuple)) or len(pairs[0]) != 2:
+                raise ValueError("eval_set must be a list of one (X_valid, y_valid) pair: the rows that choose the "
+                                 "round (several validation sets are not supported)")
+            if self.valid_fraction is not None:
+                raise ValueError("eval_set and valid_fraction both choose the validation rows: give one")
+            Xv_raw, yv_raw = pairs[0][0], pairs[0][1]
+            Xv_raw = frames.apply(Xv_raw, self.categories_)
+
+        def check_valid(names):
+            Xv = _numeric(_validate(self, Xv_raw, False))
+            yv = np.asarray(yv_raw).ravel()
+            if yv.shape[0] != Xv.shape[0]:
+                raise ValueError(f"eval_set: {yv.shape[0]} labels for {Xv.shape[0]} rows")
+            Xv, dv, _ = self._split_domain(Xv, None, names)
+            return (Xv, yv) if dv is None else (Xv, yv, np.asarray(dv).ravel())
 
         def check():
             Xc, yc = _validate(self, X, True, y, min_samples=1 if comm.size == 1 else 0)
@@ -221,14 +242,15 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
                 dom = np.asarray(dom).ravel()
                 if dom.shape[0] != Xc.shape[0]:
                     raise ValueError(f"domain: {dom.shape[0]} ids for {Xc.shape[0]} rows")
-            return Xc, np.asarray(yc), dom, names
+            valid = check_valid(list(getattr(self, "feature_names_in_", [])) or None) if eval_set is not None else None
+            return Xc, np.asarray(yc), dom, names, valid
 
-        Xc, yc, dom, names = self._agreed(comm, check)
+        Xc, yc, dom, names, valid = self._agreed(comm, check)
         params = self._params()
         if self._algorithm().needs_target:  # a transfer algorithm (not AdaBoost trained on one domain)
             params = self._without_sources(comm, params, dom)
         try:
-            model = api.train(params, Xc, yc, dom, feature_names=names, comm=comm)
+            model = api.train(params, Xc, yc, dom, feature_names=names, comm=comm, valid=valid)
         except InputError as exc:  # agreed on every rank (the API's errors are collective)
             raise ValueError(str(exc)) from exc
         if self.categories_:

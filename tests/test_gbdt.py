@@ -54,3 +54,17 @@ def test_gbdt_refuses_one_class():
     X, y = _data(2)
     with pytest.raises(Exception, match="one class only"):
         mpiboost.train({"algo": "gbdt", "rounds": 3}, X, np.zeros_like(y))
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_gbdt_validation_rows_choose_the_round(K):
+    """Validation rows of class indices score a two-class (sign) model too: the round chosen is the one of the
+    lowest validation error, as adaboost --loss logistic's on -1/+1 labels."""
+    X, y = _data(K, n=900)
+    params = {"rounds": 40, "valid-fraction": 0.25, "best-round": True, "learning-rate": 0.5}
+    gb = mpiboost.train({"algo": "gbdt", **params}, X, y)
+    val = gb.info["validation"]
+    assert val["rounds_chosen"] and gb.n_rounds == val["best_round"] <= 40
+    if K == 2:
+        same = mpiboost.train({"algo": "adaboost", "loss": "logistic", "weak-learner": "tree", **params}, X, y)
+        assert same.n_rounds == gb.n_rounds and same.info["validation"]["best_error"] == val["best_error"]

@@ -191,3 +191,27 @@ def test_online_fit_is_one_pass_and_partial_fit_continues_it():
     with pytest.raises(ValueError, match="not among the classes"):
         OnlineAgnosticClassifier().partial_fit(X[:10], np.array(["ant"] * 10), classes=["ant", "bee"]) \
             .partial_fit(X[:10], np.array(["emu"] * 10))
+
+
+def test_fit_eval_set_chooses_the_round_as_the_api_valid_rows():
+    """LightGBM's fit(eval_set=[(X_valid, y_valid)]): the same model as mpiboost.train(valid=...); the ids of
+    domain_column ride in X_valid too; more than one pair, or valid_fraction beside it, are refused."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(600, 4))
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + rng.normal(0, 0.8, 600) > 0).astype(int)
+    Xt, yt, Xv, yv = X[:400], y[:400], X[400:], y[400:]
+    est = estimator("gbdt", rounds=60, best_round=True).fit(Xt, yt, eval_set=[(Xv, yv)])
+    want = mpiboost.train({"algo": "gbdt", "rounds": 60, "best-round": True}, Xt, yt, valid=(Xv, yv))
+    assert est.model_.to_json() == want.to_json()
+    assert est.model_.n_rounds < 60 and est.summary_["best_round"] == want.n_rounds
+    with pytest.raises(ValueError, match="one .X_valid, y_valid. pair"):
+        estimator("gbdt", rounds=5).fit(Xt, yt, eval_set=[(Xv, yv), (Xv, yv)])
+    with pytest.raises(ValueError, match="give one"):
+        estimator("gbdt", rounds=5, valid_fraction=0.2).fit(Xt, yt, eval_set=[(Xv, yv)])
+    with pytest.raises(ValueError):
+        estimator("gbdt", rounds=5).fit(Xt, yt, eval_set=[(Xv[:, :3], yv)])  # another number of features
+    dom = (np.arange(600) % 2).reshape(-1, 1)
+    with_dom = np.hstack([X, dom])
+    mb = estimator("multiboost", rounds=10, domain_column=4, best_round=True)
+    mb.fit(with_dom[:400], yt, eval_set=[(with_dom[400:], yv)])
+    assert mb.model_.info["validation"]["rounds_chosen"]
