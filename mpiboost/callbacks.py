@@ -203,8 +203,9 @@ class _Writer(Callback):
             from .atomic import why
 
             self.failure = f"{self.option} {path}: {why(exc)}"
-            print(f"mpiboost: warning: {self.failure}; no longer written, training goes on", file=sys.stderr,
-                  flush=True)
+            from . import log
+
+            log.warning(f"{self.failure}; no longer written, training goes on")
 
 
 class MetricsLog(_Writer):

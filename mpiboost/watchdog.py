@@ -36,6 +36,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from . import log
+
 DEFAULT_TIMEOUT = 300.0  # seconds; generous: a round or a chunk read never takes this long between ticks
 GRACE = 5.0  # seconds between MPI_Abort and the hard exit
 # Seconds between a rank's last message and its MPI_Abort. The launcher forwards a rank's output through its
@@ -109,7 +111,7 @@ class Watchdog:
             else:
                 self._entity()
         except Exception as exc:  # pragma: no cover - a broken watchdog must not end a healthy job
-            print(f"mpiboost: warning: the watchdog stopped ({exc!r})", file=sys.stderr, flush=True)
+            log.warning(f"the watchdog stopped ({exc!r})")
 
     def _entity(self) -> None:
         inbox = np.zeros(2)
@@ -158,12 +160,8 @@ class Watchdog:
     def _stall(self, rank: int, why: str) -> None:
         host = self.hosts[rank] if rank < len(self.hosts) else "?"
         role = "the center" if rank == 0 else "an entity"
-        print(
-            f"mpiboost: error: rank {rank} ({role}, host {host}) stopped making progress: {why}; "
-            f"ending the job (rank {self.rank} noticed; {self.option} {self.timeout:g})",
-            file=sys.stderr,
-            flush=True,
-        )
+        log.error(f"rank {rank} ({role}, host {host}) stopped making progress: {why}; "
+                  f"ending the job (rank {self.rank} noticed; {self.option} {self.timeout:g})")
         sys.stdout.flush()
         # The abort may not reach a launcher across a cut network: exit hard after a grace period.
         threading.Timer(GRACE + OUTPUT_GRACE, os._exit, args=(2,)).start()
@@ -199,9 +197,8 @@ def start(comm: Any, timeout: Optional[float], option: str = "--stall-timeout") 
         # collective: without MPI_THREAD_MULTIPLE that is undefined (a crash or a hang). The run goes on
         # without the watchdog, and says so (a stopped rank then leaves the others waiting).
         if comm.is_center:
-            print(f"mpiboost: warning: the MPI library gives no MPI_THREAD_MULTIPLE, which the watchdog's thread "
-                  f"needs: {option} is off for this run (an MPI built with thread support enables it)",
-                  file=sys.stderr, flush=True)
+            log.warning(f"the MPI library gives no MPI_THREAD_MULTIPLE, which the watchdog's thread needs: {option} "
+                        "is off for this run (an MPI built with thread support enables it)")
         return None
     w = Watchdog(comm.mpi, timeout, option=option)
     _last_timeout = float(timeout)

@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import __version__
+from .. import log as messages
 from ..errors import CollectiveError, InputError
 from ..h5read import open_read
 from .parser import Parser
@@ -350,9 +351,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(json.dumps(report, sort_keys=True), flush=True)
         if report.get("unseen"):  # labels the model cannot predict: counted as errors, and said where it is seen
             shown = ", ".join(f"{v!r} ({c:,} rows)" for v, c in list(report["unseen"].items())[:5])
-            print(f"mpiboost: warning: {sum(report['unseen'].values()):,} of {report['n']:,} rows have labels the model "
-                  f"does not know ({shown}; its classes: {report['classes']}): they count as errors",
-                  file=sys.stderr, flush=True)
+            messages.warning(f"{sum(report['unseen'].values()):,} of {report['n']:,} rows have labels the model does not "
+                        f"know ({shown}; its classes: {report['classes']}): they count as errors")
     comm.barrier()  # no rank stops its watchdog while the center still works
     return 0
 
@@ -456,8 +456,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     logs = [plot.read_log(m) for m in args.metrics]  # every log read before any work
     for log in logs:
         if log.skipped:
-            print(f"mpiboost: {log.path}: {log.skipped:,} lines that are not round records skipped",
-                  file=sys.stderr, flush=True)
+            messages.info(f"{log.path}: {log.skipped:,} lines that are not round records skipped")
     curves = None
     if args.model:
         from ..online.model import load_any
@@ -769,15 +768,15 @@ def guarded(func, *args) -> int:
         # Before MPI starts (argument errors) the launcher's rank variables tell who prints; so they do when
         # every process is a world of its own (a launcher of another MPI: every one is rank 0)
         if (world_rank() if mpi_started() and world_size() > 1 else launch_rank()) == 0:
-            print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
+            messages.error(str(exc))
         return exc.exit_code
     except InputError as exc:
-        print(f"mpiboost: error: {exc}", file=sys.stderr, flush=True)
+        messages.error(str(exc))
         abort_world(exc.exit_code)
         return exc.exit_code
     except MemoryError:
-        print("mpiboost: error: out of memory on this rank: spread the rows over more ranks or nodes, or give "
-              "each rank more memory", file=sys.stderr, flush=True)
+        messages.error("out of memory on this rank: spread the rows over more ranks or nodes, or give each rank "
+                       "more memory")
         abort_world(2)
         return 2
     except KeyboardInterrupt:

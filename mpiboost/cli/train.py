@@ -13,6 +13,7 @@ import argparse
 import os
 from typing import Optional, Sequence
 
+from .. import log
 from ..errors import CollectiveError
 
 DESCRIPTION = (
@@ -190,8 +191,8 @@ def check_launcher(comm, env=None) -> None:
                 f"{count}={n} but MPI sees 1 rank: the {n} tasks are not one MPI job (each would train on every row "
                 "alone). Launch with `srun --mpi=pmix` (or pmi2) against the MPI that mpi4py uses, or with mpiexec; "
                 "`mpiboost doctor` shows which MPI that is")
-        print(f"mpiboost: warning: {count}={n} but this run has 1 rank: start it with srun or mpiexec to use the "
-              f"allocation's {n} tasks", file=sys.stderr, flush=True)
+        log.warning(f"{count}={n} but this run has 1 rank: start it with srun or mpiexec to use the allocation's "
+                    f"{n} tasks")
         return
 
 
@@ -433,9 +434,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         # a legitimate end (an algorithm may find no usable weak learner), but never a silent one
         import sys
 
-        print(f"mpiboost: warning: no round could be trained ({result.summary['stop_reason']}): the model in "
-              f"{args.model} is empty and predicts class {result.model.classes[-1]!r} for every row",
-              file=sys.stderr, flush=True)
+        log.warning(f"no round could be trained ({result.summary['stop_reason']}): the model in {args.model} is "
+                    f"empty and predicts class {result.model.classes[-1]!r} for every row")
     message = ""
     if comm.is_center:
         failed = save_model(result.model, args.model)
@@ -444,7 +444,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             if result.summary.get("warning"):
                 import sys
 
-                print(f"mpiboost: warning: {result.summary['warning']}", file=sys.stderr, flush=True)
+                log.warning(result.summary["warning"])
         lost = "; ".join(w.failure for w in writers if w.failure)
         if failed:
             message = failed + (f"; {lost}" if lost else "")
@@ -468,8 +468,8 @@ def _preempted(comm, args: argparse.Namespace, result, writers) -> int:
                 f"; continue with the same command and --resume" if args.checkpoint and not lost else
                 "no --checkpoint was given, so the rounds trained are lost" if not args.checkpoint else
                 f"but the checkpoint could not be written ({lost})")
-        print(f"mpiboost: {s['stop_reason']} after round {s['rounds']} of {args.rounds}: no model was saved to "
-              f"{args.model}; {kept} (exit {PREEMPTED_EXIT})", file=sys.stderr, flush=True)
+        log.info(f"{s['stop_reason']} after round {s['rounds']} of {args.rounds}: no model was saved to "
+                 f"{args.model}; {kept} (exit {PREEMPTED_EXIT})")
     comm.barrier()
     return PREEMPTED_EXIT
 
@@ -487,8 +487,8 @@ def _preempted_phase(comm, args: argparse.Namespace, exc) -> int:
     if comm.is_center:
         then = ("the same command with --resume runs it again from its start" if args.checkpoint else
                 "run the command again (with --checkpoint and --resume, later stops keep the rounds trained)")
-        print(f"mpiboost: {exc} before the first round: no choice was recorded and no model was saved to "
-              f"{args.model}; {then} (exit {PREEMPTED_EXIT})", file=sys.stderr, flush=True)
+        log.info(f"{exc} before the first round: no choice was recorded and no model was saved to {args.model}; "
+                 f"{then} (exit {PREEMPTED_EXIT})")
     comm.barrier()
     return PREEMPTED_EXIT
 

@@ -18,6 +18,7 @@ from typing import Optional
 
 import numpy as np
 
+from .. import log
 from ..errors import CollectiveError, InputError
 from ..online import ONLINE, driver, learners, source
 from ..online.model import OnlineModel
@@ -257,9 +258,9 @@ def run(comm, args, params: dict) -> int:
         from ..signals import PREEMPTED_EXIT
 
         if comm.is_center:
-            print(f"mpiboost: stopped by {stop.name} after {stop.done:,} of {stop.n:,} examples: an online pass "
-                  f"keeps no checkpoint, so no model was saved to {args.model} (nor predictions or metrics); run "
-                  f"the command again for the whole pass (exit {PREEMPTED_EXIT})", file=sys.stderr, flush=True)
+            log.info(f"stopped by {stop.name} after {stop.done:,} of {stop.n:,} examples: an online pass keeps no "
+                     f"checkpoint, so no model was saved to {args.model} (nor predictions or metrics); run the "
+                     f"command again for the whole pass (exit {PREEMPTED_EXIT})")
         comm.barrier()
         return PREEMPTED_EXIT
     if comm.is_center:

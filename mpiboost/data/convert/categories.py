@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from operator import itemgetter
 from typing import Optional, Sequence
 
 import numpy as np
 
+from ... import log
 from ...errors import InputError
 from .common import PathLike, _Retry, _write_text_atomic
 
@@ -198,9 +198,8 @@ def warn_unknown(columns: dict[int, _CategoryColumn], column_label, policy: str,
         if col.n_unknown:
             shown = ", ".join(repr(v) for v in col.unknown_seen) + (", ..." if len(col.unknown_seen) == 5 else "")
             as_what = "all-zero indicators" if policy == "zero" else "missing (NaN)"
-            print(
-                f"mpiboost: warning: column {column_label(c)}: {col.n_unknown:,} rows have a value that is not "
+            log.warning(
+                f"column {column_label(c)}: {col.n_unknown:,} rows have a value that is not "
                 f"one of its {len(col.values)} categories{f' (from {source})' if source else ''}: {shown}; "
                 f"written as {as_what} (--unknown-category)",
-                file=sys.stderr,
             )

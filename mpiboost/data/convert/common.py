@@ -3,13 +3,13 @@ label counts, value checks, chunk sizes and the checks made before parsing."""
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from ...atomic import atomic_path
+from ... import log
 from ...errors import InputError
 from .. import labels as _labels
 
@@ -338,7 +338,6 @@ def _check_common(path: PathLike, out: PathLike, limit: Optional[int]) -> None:
 
 def _warn_unmatched(labels: _LabelMap, positive: Optional[str]) -> None:
     if positive is not None and not labels.matched:
-        print(
-            f"mpiboost: warning: --positive-label {positive!r} matched no row; every label is -1",
-            file=sys.stderr,
+        log.warning(
+            f"--positive-label {positive!r} matched no row; every label is -1",
         )

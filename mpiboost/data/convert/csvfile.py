@@ -7,7 +7,6 @@ import csv
 import json
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass
 from itertools import chain
@@ -16,6 +15,7 @@ from typing import Iterable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
+from ... import log
 from ...errors import InputError
 from ..format import DatasetWriter
 from .categories import (
@@ -552,9 +552,9 @@ def _check_label_values(name: str, column: str, counts: dict, task: str, by_defa
                          "rows to score)")
     numeric = all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in present)
     if task == "auto" and numeric and len(present) > MANY_NUMERIC_CLASSES:
-        print(f"mpiboost: warning: {name}: the label column '{column}' has {len(present)} distinct numeric values, "
-              "each a class: is it a continuous target? mpiboost classifies (give --task classification to confirm, "
-              "or bin the target into classes first)", file=sys.stderr, flush=True)
+        log.warning(f"{name}: the label column '{column}' has {len(present)} distinct numeric values, each a class: "
+                    "is it a continuous target? mpiboost classifies (give --task classification to confirm, or bin "
+                    "the target into classes first)")
 
 
 def _default_label(t: "_Table", label_column, no_label: bool) -> Optional[str]:
@@ -574,7 +574,7 @@ def _default_label(t: "_Table", label_column, no_label: bool) -> Optional[str]:
         raise InputError(f"{t.where}: no --label-column given, and column {c} '{n}' looks like the label while the "
                          f"default, the first column, is '{names[0]}': give --label-column {n} (or --label-column "
                          f"{names[0]} to use the first)")
-    return (f"mpiboost: warning: {t.where}: the label is the first column, '{names[0]}' (the default; give "
+    return (f"{t.where}: the label is the first column, '{names[0]}' (the default; give "
             "--label-column NAME to choose another, or --no-label for rows to score)")
 
 
@@ -1032,7 +1032,7 @@ def convert_csv(
             n = w.n
     n_domains = len(dcounts.ids()) if domain is not None else None
     if default_warning:
-        print(default_warning, file=sys.stderr, flush=True)
+        log.warning(default_warning)
     _warn_unmatched(labels, positive_label)
     warn_unknown(parser.cat, lambda c: columns[c], unknown_category, cats_source)
     if dmap is not None:

@@ -10,11 +10,11 @@ leave out ``=NAME`` (the value is the name). Example (UCI Adult, education)::
 """
 from __future__ import annotations
 
-import sys
 from typing import Optional, Sequence
 
 import numpy as np
 
+from ... import log
 from ...errors import InputError
 from .common import _Retry
 
@@ -97,8 +97,7 @@ class _DomainMap:
     def warn_unused(self) -> None:
         unused = [v for v in self.ids if v not in self.used]
         if unused:
-            print(
-                "mpiboost: warning: --domain-map values never found in the domain column: "
+            log.warning(
+                "--domain-map values never found in the domain column: "
                 + ", ".join(repr(v) for v in unused),
-                file=sys.stderr,
             )
