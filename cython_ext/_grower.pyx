@@ -397,16 +397,16 @@ cdef class NodeGrower:
         self.bgain[node], self.bf[node], self.bb[node], self.bml[node] = gain, feature, bin, missing_left
 
     def choose(self, bint counts=True):
-        """``(node, feature, bin, missing_left, left rows, right rows)`` of the next split, or None. With
+        """``(node, feature, bin, missing_left, left rows, right rows, gain)`` of the next split, or None. With
         ``counts`` False (a rank holding a block of features only) the row counts are -1."""
         cdef int node = self._choose()
         if node < 0:
             return None
         f, b, m = self.bf[node], self.bb[node], self.bml[node] != 0
         if not counts or self.slot[node] < 0:
-            return node, f, b, m, -1, -1
+            return node, f, b, m, -1, -1, self.bgain[node]
         nl = self._left_count(node, f, b, m)
-        return node, f, b, m, nl, self._total_count(node) - nl
+        return node, f, b, m, nl, self._total_count(node) - nl, self.bgain[node]
 
     def partition(self, int node, int feature, int bin, bint missing_left):
         """Split ``node`` here: ``(left child, right child, local left rows, local right rows)``."""

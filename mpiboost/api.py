@@ -115,6 +115,7 @@ def train(
     domain: Any = None,
     *,
     valid: Optional[Sequence] = None,
+    weight: Any = None,
     feature_names: Optional[Sequence[str]] = None,
     domain_names: Optional[Sequence[str]] = None,
     comm: Any = None,
@@ -138,6 +139,9 @@ def train(
     valid : tuple, optional
         ``(X_valid, y_valid)`` or ``(X_valid, y_valid, domain_valid)``: this rank's validation rows, binned with
         the training edges (``"valid-fraction"`` holds out training rows instead).
+    weight : array-like of shape (n_local,), optional
+        This rank's sample weights (finite, >= 0): each row's gradient and hessian count that many times
+        (``gbdt``, ``softmax``, ``adaboost`` with ``"loss": "logistic"``; the others refuse them).
     feature_names, domain_names : sequence of str, optional
         Names recorded in the model (a DataFrame's columns name the features by default).
     comm : mpi4py communicator or mpiboost.comm.Comm, optional
@@ -166,7 +170,7 @@ def train(
 
     if is_online(algo):
         return _train_online(comm, algo, run, algo_params, X, y, feature_names=feature_names, valid=valid,
-                             callbacks=callbacks, resume=resume, domain=domain)
+                             callbacks=callbacks, resume=resume, domain=domain, weight=weight)
     if run.get("rounds") is None:
         raise CollectiveError(f"params: 'rounds' is required for {algo}")
     rounds = run["rounds"]
@@ -183,7 +187,7 @@ def train(
     from .data import frames
 
     X, categories = frames.encode(comm, X)  # a DataFrame's categorical columns as codes, agreed over the ranks
-    data = memory_file(comm, X, y, domain, feature_names=feature_names, domain_names=domain_names)
+    data = memory_file(comm, X, y, domain, feature_names=feature_names, domain_names=domain_names, weight=weight)
     vfiles = None
     if valid is not None:
         if not isinstance(valid, (tuple, list)) or len(valid) not in (2, 3):
@@ -262,15 +266,15 @@ def stream_rows(comm, X, y, feature_names=None):
     return memory_file(Comm(_mpi().COMM_SELF), Xa, ya, None, feature_names=mine.feature_names)
 
 
-def _train_online(comm, algo, run, params, X, y, *, feature_names, valid, callbacks, resume, domain):
+def _train_online(comm, algo, run, params, X, y, *, feature_names, valid, callbacks, resume, domain, weight=None):
     """An online booster's prequential pass over the ranks' rows in rank order (the ``train`` command's run)."""
     from .driver import online as online_driver
     from .online.options import STREAM_PARAMS
 
     refused = [(k, run[k]) for k in RUN_OPTIONS if k not in ("algo", "seed", "threads") and run.get(k) is not None
                and run[k] is not False]
-    refused += [(name, v) for name, v in (("valid", valid), ("resume", resume), ("domain", domain))
-                if v is not None] + ([("callbacks", callbacks)] if callbacks else [])
+    refused += [(name, v) for name, v in (("valid", valid), ("resume", resume), ("domain", domain),
+                                          ("weight", weight)) if v is not None] + ([("callbacks", callbacks)] if callbacks else [])
     if refused:
         raise CollectiveError(f"params: {refused[0][0]!r} is not an option of {algo}: an online booster makes one "
                               "prequential pass over the rows (every example predicted, then learnt)")

@@ -56,6 +56,9 @@ class AdaBoost(Reweighting):
                 raise ValueError("--split-gain error is for trees of -1/+1 leaves: --loss logistic grows trees by "
                                  "the Newton gain")
 
+    def accepts_weights(self) -> bool:
+        return loss_of(self.params).newton  # the logistic loss's Newton trees weigh each row's gradient
+
     def setup(self, data, proto, seed: int = 0) -> None:
         if not loss_of(self.params).newton:
             return super().setup(data, proto, seed)

@@ -93,6 +93,8 @@ class Algorithm(ABC):
     #   --early-stop may cut it (not so where the final vote depends on every round trained);
     # empty_model_fails: a model of no round, or of zero votes only, is a failed run (nothing is saved).
     needs_target: ClassVar[bool] = False
+    # takes_weights: trains on sample weights (a 'weight' dataset, the API's weight=); see accepts_weights
+    takes_weights: ClassVar[bool] = False
     curve_scores_model: ClassVar[bool] = True
     empty_model_fails: ClassVar[bool] = False
     # Parameters whose default depends on the number of rounds (SmoothBoost's gamma): filled in by
@@ -204,6 +206,10 @@ class Algorithm(ABC):
         rank before :meth:`setup`, so a refusal is agreed and printed once.
         ``setup`` calls it too (it must be cheap and idempotent).
         """
+
+    def accepts_weights(self) -> bool:
+        """Whether this algorithm, with its parameters, trains on sample weights (default: ``takes_weights``)."""
+        return self.takes_weights
 
     @abstractmethod
     def setup(self, data, proto, seed: int = 0) -> None:

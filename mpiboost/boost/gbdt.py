@@ -33,6 +33,7 @@ class GBDT(Algorithm):
     weak_learners = ("stump", "tree")
     losses = ("logistic",)
     stop_message = "no split left that lowers the loss"
+    takes_weights = True
     parameters = (
         WEAK,
         *(p if p.when is None else Param(**{**p.__dict__, "when": ("weak_learner", "tree")}) for p in TREE_NEWTON),

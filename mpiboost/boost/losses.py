@@ -27,8 +27,8 @@ class Loss:
     newton: bool  # fitted by Newton trees (gradients and hessians); else by reweighting rows
     link: Optional[str]  # the link of its models' scores (:data:`mpiboost.links.LINKS`; None: votes)
 
-    def start(self, counts: np.ndarray, total: int) -> np.ndarray:
-        """The start scores of a model from the global class counts (K = 1: the positives' count)."""
+    def start(self, counts: np.ndarray, total: float) -> np.ndarray:
+        """The start scores of a model from the global class counts or weights (K = 1: the positives')."""
         raise ValueError(f"the {self.name} loss has no start scores")
 
     def units(self, F: np.ndarray, init: np.ndarray, target: np.ndarray, shift: int, gh: np.ndarray) -> None:
@@ -42,7 +42,7 @@ class LogisticLoss(Loss):
 
     def start(self, counts: np.ndarray, total: int) -> np.ndarray:
         # the log-odds of the positives (LightGBM's boost_from_average)
-        pos = min(max(int(counts[0]) / max(int(total), 1), MIN_FRACTION), 1.0 - MIN_FRACTION)
+        pos = min(max(float(counts[0]) / max(float(total), 1e-300), MIN_FRACTION), 1.0 - MIN_FRACTION)
         return np.array([math.log(pos / (1.0 - pos))])
 
     def units(self, F, init, target, shift, gh) -> None:
@@ -56,7 +56,7 @@ class SoftmaxLoss(Loss):
 
     def start(self, counts: np.ndarray, total: int) -> np.ndarray:
         # the log class frequencies
-        return np.array([math.log(max(int(c) / max(int(total), 1), MIN_FRACTION)) for c in counts])
+        return np.array([math.log(max(float(c) / max(float(total), 1e-300), MIN_FRACTION)) for c in counts])
 
     def units(self, F, init, target, shift, gh) -> None:
         from .._ext import _tree

@@ -70,7 +70,10 @@ class NewtonBoost:
         self.grower = TreeGrower(spec, proto, data.cols, data.bins.n_bins)
         n = data.n_local
         self.F = np.zeros((n, self.K))
-        self.shift = gh_shift(data.n_global)
+        self.w = None if getattr(data, "weight", None) is None else np.ascontiguousarray(data.weight)
+        total = self._weight_sums(proto)[-1] if self.w is not None else float(data.n_global)
+        # every row's |g| <= 1 (h too) times its weight: the units leave the sum of the weights room in int64
+        self.shift = gh_shift(max(int(data.n_global), int(math.ceil(total))))
         self.scale = math.ldexp(1.0, -self.shift)
         self.gh = np.zeros((n, 2 * self.K + 1), dtype=np.int64)
         self.gh[:, 2 * self.K] = 1
@@ -79,19 +82,46 @@ class NewtonBoost:
         self.sign = np.where(data.y > 0, 1, -1).astype(np.int8) if self.K == 1 else np.zeros(0, dtype=np.int8)
         if self.K == 1:
             self.target01 = (data.y > 0).astype(np.float64)
-            local = np.array([np.count_nonzero(data.y > 0)], dtype=np.int64)
+        if self.w is not None:
+            # the start from the weighted class shares (LightGBM's boost_from_average with weights); exact sums
+            sums = self._weight_sums(proto)
+            self.init = self.loss.start(sums[:-1], sums[-1])
+            whole = (self.w == np.floor(self.w)) & (self.w < 2.0**31)
+            self._w_whole, self._w_int = whole[:, None], np.where(whole, self.w, 0).astype(np.int64)[:, None]
         else:
-            local = np.bincount(np.asarray(data.y, dtype=np.int64), minlength=self.K).astype(np.int64)
-        counts = proto.reduce_counts(local)
-        self.init = self.loss.start(counts, int(data.n_global))
+            if self.K == 1:
+                local = np.array([np.count_nonzero(data.y > 0)], dtype=np.int64)
+            else:
+                local = np.bincount(np.asarray(data.y, dtype=np.int64), minlength=self.K).astype(np.int64)
+            counts = proto.reduce_counts(local)
+            self.init = self.loss.start(counts, int(data.n_global))
         self._cache = None  # (tree, each local row's leaf) of the tree last grown
         self._q = None  # the quantized channels (grad_bins), reused every round
         self.started = False  # a tree (holding the start in its leaves) was added
 
+    def _weight_sums(self, proto) -> np.ndarray:
+        """Exact global sums of the weights: of the positives (K = 1) or of each class, then of all rows."""
+        from .._ext import _exact
+
+        y = np.asarray(self.data.y)
+        parts = [self.w[y > 0]] if self.K == 1 else [self.w[y == k] for k in range(self.K)]
+        sums = np.asarray(proto.reduce_terms([_exact.partials(np.ascontiguousarray(p)) for p in parts + [self.w]]),
+                          dtype=np.float64)
+        if not sums[-1] > 0:
+            raise ValueError("the sample weights sum to 0: no row to learn from")
+        if sums[-1] >= 2.0**52:
+            raise ValueError(f"the sample weights sum to {sums[-1]:.3g}, past 2**52: scale them down (the trees "
+                             "depend on their ratios; --min-child-weight on their sums)")
+        return sums
+
     def gradients(self) -> None:
-        """Fill ``gh`` with the units of every row's gradients and hessians at ``F`` (+ the start)."""
+        """Fill ``gh`` with the units of every row's gradients and hessians at ``F`` (+ the start), times the
+        rows' weights (integers exactly; others rounded per row, the same on any rank)."""
         init = np.zeros(self.K) if self.started else self.init  # the start is in the first tree's leaves
         self.loss.units(self.F, init, self.target01 if self.K == 1 else self.cls, self.shift, self.gh)
+        if self.w is not None:
+            g = self.gh[:, :2 * self.K]
+            g[...] = np.where(self._w_whole, g * self._w_int, np.rint(g * self.w[:, None]).astype(np.int64))
 
     def select(self, t: int) -> Optional[Hypothesis]:
         """Round t's tree; None when it cannot split (after the first round)."""

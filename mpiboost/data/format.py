@@ -8,6 +8,7 @@ dataset    dtype                                           shape     meaning
 ``X``      float32, float64, int8, uint8, int16, int32      (n, d)    features; NaN = missing
 ``y``      int8, int16, int32                              (n,)      labels (see below)
 ``domain`` int32 (any integer accepted)                    (n,)      optional domain / source / task id
+``weight`` float32, float64                                 (n,)      optional sample weight, finite, >= 0
 =========  ==============================================  ========  ================================
 
 ``X`` has at most :data:`MAX_FEATURES` columns and ``domain`` ids are
@@ -171,6 +172,7 @@ class FileInfo:
     attrs: dict = field(default_factory=dict)
     # The parsed ``classes`` attribute: y indexes it. None: y holds the label values.
     classes: Optional[list] = None
+    has_weight: bool = False  # a 'weight' dataset: each row's sample weight (finite, >= 0; checked when read)
 
 
 def inspect(path: str | os.PathLike) -> FileInfo:
@@ -241,9 +243,16 @@ def _inspect_open(f: Any, path: str) -> FileInfo:
             raise InputError(f"{path}: dataset 'domain' must have shape ({X.shape[0]},), has {dom.shape}")
         if _native(dom.dtype) not in DOMAIN_DTYPES:
             raise InputError(f"{path}: dataset 'domain' has dtype {dom.dtype}; expected an integer type")
+    has_weight = "weight" in f
+    if has_weight:
+        wt = f["weight"]
+        if not isinstance(wt, h5py.Dataset) or wt.ndim != 1 or wt.shape[0] != X.shape[0]:
+            raise InputError(f"{path}: 'weight' must be a dataset of shape ({X.shape[0]},)")
+        if _native(wt.dtype) not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise InputError(f"{path}: dataset 'weight' has dtype {wt.dtype}; expected float32 or float64")
     # The shapes above size every later allocation: the file must hold them.
     size = os.path.getsize(path)
-    for name in ("X", "y", "domain") if has_domain else ("X", "y"):
+    for name in ("X", "y") + (("domain",) if has_domain else ()) + (("weight",) if has_weight else ()):
         check_stored(f[name], path, name, size)
     try:
         feature_names = _strings(_read_attr(f, "feature_names", path))
@@ -275,6 +284,7 @@ def _inspect_open(f: Any, path: str) -> FileInfo:
         domain_names=domain_names,
         attrs=attrs,
         classes=classes,
+        has_weight=has_weight,
     )
 
 
@@ -586,6 +596,7 @@ def write_dataset(
     domain_names: Optional[Sequence[str]] = None,
     attrs: Optional[dict] = None,
     extra: Optional[dict[str, np.ndarray]] = None,
+    weight: Optional[np.ndarray] = None,
     y_dtype: Any = None,
     compression: Optional[str] = None,
     classes: Optional[Sequence] = None,
@@ -593,7 +604,8 @@ def write_dataset(
     """Write arrays as one data file, atomically (temporary file + rename).
 
     ``extra`` maps dataset paths (e.g. ``"synth/component"``) to arrays stored
-    beside the schema's datasets. ``y_dtype`` (int8, int16 or int32) defaults
+    beside the schema's datasets; ``weight``: each row's sample weight (the
+    ``weight`` dataset). ``y_dtype`` (int8, int16 or int32) defaults
     to the smallest of them that holds the values of ``y`` (int8 for ±1 and
     up to 128 classes). ``classes`` writes the ``classes`` attribute: ``y``
     then holds indices into that list of label values.
@@ -620,6 +632,8 @@ def write_dataset(
             w.append(X[start:stop], y[start:stop], None if domain is None else domain[start:stop])
         for name, data in (extra or {}).items():
             w.add_array(name, data)
+        if weight is not None:
+            w.add_array("weight", np.asarray(weight, dtype=np.float64))
 
 
 def read_rows(f: Any, name: str, start: int, stop: int, path: str) -> np.ndarray:

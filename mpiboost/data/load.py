@@ -97,6 +97,7 @@ class Shard:
     timings: dict = field(default_factory=dict)  # seconds: read, bin_edges, bin
     X: Optional[np.ndarray] = None  # (n_local, d) raw values (load_raw only)
     classes: Optional[list] = None  # the label values of the classes (y codes index them); None: -1/+1
+    weight: Optional[np.ndarray] = None  # (n_local,) float64 sample weights (>= 0); None: every row weighs 1
     extra: dict = field(default_factory=dict)  # further inputs of an algorithm, e.g. {"q_data": (X, domain)}
     file_rows: bool = False  # rows start..stop are those of the files, in order (as read; not a subset)
 
@@ -341,7 +342,34 @@ def _read_targets(comm, files, layout, start, stop, task, mode, classes=None, un
     return codes, domain, classes
 
 
-def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None, classes=None) -> Shard:
+def read_weights(comm, files: Sequence[FileInfo], start: int, stop: int) -> Optional[np.ndarray]:
+    """Collective: this rank's sample weights (rows ``[start, stop)``), or None where no file has any.
+
+    Every file has a ``weight`` dataset or none does; a weight must be finite and >= 0 (an InputError names
+    the file and row otherwise: LightGBM refuses negative weights too). A zero weight keeps the row's
+    count (``--min-data-in-leaf``) but no gradient, as in LightGBM.
+    """
+    have = [bool(getattr(f, "has_weight", False)) for f in files]
+    if not any(have):
+        return None
+    out = np.empty(stop - start, dtype=np.float64)
+    with comm.collective_guard():
+        if not all(have):
+            without, other = files[have.index(False)], files[have.index(True)]
+            raise InputError(f"{without.path} has no 'weight' dataset while {other.path} has one: give every "
+                             "file its rows' weights or none")
+        for g, fi, r0, arr in iter_block(files, start, stop, what=("weight",), chunk_rows=1 << 20):
+            w = np.asarray(arr["weight"], dtype=np.float64)
+            bad = np.flatnonzero(~np.isfinite(w) | (w < 0))
+            if bad.size:
+                raise InputError(f"{files[fi].path}: dataset 'weight' row {r0 + bad[0]}: {w[bad[0]]} is not a "
+                                 "weight (finite and >= 0)")
+            out[g - start:g - start + w.size] = w
+    return out
+
+
+def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None, classes=None,
+           weight=None) -> Shard:
     n_domains = len(files) if mode == "file" else (int(comm.allreduce_max(int(domain.max()) if domain.size else -1)) + 1)
     n_domains = max(n_domains, 1)
     dcounts = comm.allreduce_int(np.bincount(domain, minlength=n_domains).astype(np.int64))
@@ -378,6 +406,7 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
         domain_counts=dcounts,
         classes=classes,
         file_rows=True,
+        weight=weight,
     )
 
 
@@ -480,6 +509,7 @@ def load(
     refuse_unlabelled(files, task)
     mode = _domain_mode(files, domains)
     y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode, classes, unseen)
+    weight = read_weights(comm, files, start, stop)  # checked before any row is binned
     d = files[0].d
     t_edges = 0.0
     if bins is None:
@@ -519,7 +549,8 @@ def load(
             t_bin += clock() - t1
             if raw is not None:
                 raw[g - start : g - start + X.shape[0]] = X
-    shard = _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=raw, classes=classes)
+    shard = _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=raw, classes=classes,
+                   weight=weight)
     total = clock() - t0
     shard.timings = {"read": total - t_edges - t_bin, "bin_edges": t_edges, "bin": t_bin, "load": total}
     return shard
@@ -540,10 +571,12 @@ def load_raw(
     refuse_unlabelled(files, task)
     mode = _domain_mode(files, domains)
     y, domain, classes = _read_targets(comm, files, layout, start, stop, task, mode, classes, unseen)
+    weight = read_weights(comm, files, start, stop)  # checked before any row is binned
     dtype = np.result_type(*[f.x_dtype for f in files])
     X = np.empty((stop - start, files[0].d), dtype=dtype)
     with comm.collective_guard():
         for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
             _check_features(arr["X"], files[fi].path, r0)
             X[g - start : g - start + arr["X"].shape[0]] = arr["X"]
-    return _shard(comm, files, layout, None, y, domain, start, mode, None, task, X=X, classes=classes)
+    return _shard(comm, files, layout, None, y, domain, start, mode, None, task, X=X, classes=classes,
+                  weight=weight)

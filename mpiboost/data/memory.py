@@ -93,6 +93,7 @@ def memory_file(
     feature_names: Optional[Sequence[str]] = None,
     domain_names: Optional[Sequence[str]] = None,
     what: str = "X",
+    weight: Any = None,
 ) -> MemoryFile:
     """Collective: this rank's rows ``X`` (``n_local x d``), labels ``y`` and domain ids as a :class:`MemoryFile`.
 
@@ -113,6 +114,8 @@ def memory_file(
         Names to record (the same on every rank); a DataFrame's columns name the features by default.
     what
         The argument's name in messages (``"X"``, ``"valid"``).
+    weight
+        This rank's sample weights (finite, >= 0), one per row; ``None``: every row weighs 1.
 
     Returns
     -------
@@ -127,7 +130,8 @@ def memory_file(
         Xl, names, err = np.zeros((0, 0)), None, f"rank {rank}: {exc}"
     n_local = int(Xl.shape[0])
     mine = {"n": n_local, "d": int(Xl.shape[1]) if n_local or Xl.shape[1] else -1, "dtype": Xl.dtype.str,
-            "names": names, "err": err, "y": y is not None, "domain": domain is not None}
+            "names": names, "err": err, "y": y is not None, "domain": domain is not None,
+            "weight": weight is not None}
     every = comm.allgather(mine) if comm.size > 1 else [mine]
     errs = [e["err"] for e in every if e["err"]]
     if errs:
@@ -143,7 +147,7 @@ def memory_file(
         raise CollectiveError(f"{what}: no rank passed any row")
     if d == 0:
         raise CollectiveError(f"{what}: the rows have no features (shape ({n}, 0))")
-    for flag in ("y", "domain"):
+    for flag in ("y", "domain", "weight"):
         given = {e[flag] for e in every}
         if len(given) > 1:
             raise CollectiveError(f"{what}: {flag} is given on some ranks and not on others (give it on all, "
@@ -198,11 +202,20 @@ def memory_file(
                        f"0..{MAX_DOMAINS - 1}")
         else:
             local["domain"] = dl.astype(np.int32)
+    if not problem and every[0]["weight"]:
+        wl = np.asarray(weight.to_numpy() if hasattr(weight, "to_numpy") else weight).reshape(-1)
+        if wl.shape[0] != n_local:
+            problem = f"weight on rank {rank}: {wl.shape[0]} weights for {n_local} rows"
+        elif wl.dtype.kind not in "iuf":
+            problem = f"weight on rank {rank}: weights must be numbers, got dtype {wl.dtype}"
+        else:
+            local["weight"] = wl.astype(np.float64)  # checked (finite, >= 0) when read, as a file's
     comm.check(not problem, problem)
     return MemoryFile(path=PATH, n=n, d=d, x_dtype=dtype, y_dtype=np.dtype(np.int32),
                       has_domain=bool(every[0]["domain"]), feature_names=feature_names,
                       domain_names=[str(v) for v in domain_names] if domain_names is not None else None,
-                      classes=classes, local=local, local_start=start, blocks=counts)
+                      classes=classes, local=local, local_start=start, blocks=counts,
+                      has_weight=bool(every[0]["weight"]))
 
 
 def _is_label(v) -> bool:

@@ -69,6 +69,7 @@ def _subset(shard: Shard, keep: np.ndarray, comm) -> Shard:
     labels = dict(zip(classes, comm.allreduce_int(local).tolist()))
     return Shard(
         cols=None if shard.cols is None else np.ascontiguousarray(shard.cols[:, keep]),
+        weight=None if shard.weight is None else np.ascontiguousarray(shard.weight[keep]),
         X=None if shard.X is None else np.ascontiguousarray(shard.X[keep]),
         y=np.ascontiguousarray(shard.y[keep]),
         domain=np.ascontiguousarray(domain),

@@ -382,14 +382,16 @@ class TreeGrower:
             packed = None
             if self.center or self._blocks is not None:
                 c = g.choose(self._blocks is None)
-                packed = [-1, 0, 0, 0.0, 0, 0] if c is None else [c[0], c[1], c[2], float(c[3]), c[4], c[5]]
+                packed = [-1, 0, 0, 0.0, 0, 0, 0.0] if c is None else [c[0], c[1], c[2], float(c[3]), c[4], c[5], c[6]]
             if self._blocks is None:
-                v = self.proto.broadcast_hypothesis(packed, 6)
+                # the split and its gain (the model keeps every node's gain: every rank the same)
+                v = self.proto.broadcast_hypothesis(packed, 7)
             else:
                 v = np.asarray(packed, dtype=np.float64)
             node = int(v[0])
             if node < 0:
                 break
+            g.set_best(node, float(v[6]), int(v[1]), int(v[2]), bool(v[3]))
             L, R, ln, rn = g.partition(node, int(v[1]), int(v[2]), bool(v[3]))
             if self._blocks is None:
                 nl, nr = int(v[4]), int(v[5])

@@ -112,7 +112,7 @@ def predict(tree, N_per_rank: int, K: int, B: int, n_bins: np.ndarray, P: int, a
     L = max(1, math.ceil(math.log2(P)))
     m = [S * slot_bytes(n, N, K, B) for n in sizes]
     reduce_t = sum(L * alpha + 2 * (P - 1) / P * x * beta for x in m)
-    bcast_t = (len(sizes) - 1) * L * (alpha + 48 * beta)
+    bcast_t = (len(sizes) - 1) * L * (alpha + 56 * beta)
     rs_t = sum(L * alpha + (P - 1) / P * x * beta for x in m) + (2 * len(sizes) - 1) * (L * alpha + (P - 1) * 32 * beta)
     # bytes: every rank but the center sends each histogram once (binomial tree); under reduce-scatter
     # each rank sends the other blocks and receives its own from every other rank

@@ -1,0 +1,91 @@
+"""Sample weights: a 'weight' dataset in the data files, or the API's weight=.
+
+The Newton boosters (gbdt, softmax, adaboost --loss logistic) weigh each row's gradient and hessian. With
+integer weights the model is the model of the rows repeated that many times (the twin: the same trees,
+leaf values and scores bit for bit, where the bins and the row-count rules cannot tell them apart); the
+start is the weighted class share; the model is the same on any number of ranks (the weights' sums are
+exact). Bad weights, and algorithms that do not take them, exit 2 before any work.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mpiboost
+from mpi_util import run_cli
+from mpiboost.data.format import write_dataset
+from mpiboost.model import Model
+
+
+def _data(n=600, K=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 20, size=(n, 4)).astype(float)  # few distinct values: repeated rows bin alike
+    s = X[:, 0] + 0.3 * X[:, 1] + rng.normal(0, 3, n)
+    y = np.digitize(s, np.quantile(s, np.linspace(0, 1, K + 1)[1:-1]))
+    return X, y, rng.integers(1, 4, size=n).astype(float)
+
+
+@pytest.mark.parametrize("algo,K", [("gbdt", 2), ("gbdt", 3), ("adaboost", 2)])
+def test_integer_weights_are_repeated_rows(algo, K):
+    X, y, w = _data(K=K)
+    params = {"algo": algo, "rounds": 10, "grad-bins": 0, "min-data-in-leaf": 0, "min-child-weight": 0}
+    if algo == "adaboost":
+        params.update({"loss": "logistic", "weak-learner": "tree"})
+    weighted = mpiboost.train(params, X, y, weight=w)
+    idx = np.repeat(np.arange(len(y)), w.astype(int))
+    repeated = mpiboost.train(params, X[idx], y[idx])
+    for a, b in zip(weighted.trees, repeated.trees):
+        for name in ("feature", "bin", "missing_left", "left", "right", "value"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        np.testing.assert_array_equal(a.weight, b.weight)  # the hessians covered, as the repeated rows'
+    np.testing.assert_array_equal(weighted.decision_function(X), repeated.decision_function(X))
+    ones = mpiboost.train(params, X, y, weight=np.ones(len(y)))
+    plain = mpiboost.train(params, X, y)
+    np.testing.assert_array_equal(ones.decision_function(X), plain.decision_function(X))
+
+
+def test_the_start_is_the_weighted_class_share():
+    X, y, _ = _data()
+    w = np.where(y == 1, 3.0, 1.0)
+    m = mpiboost.train({"algo": "gbdt", "rounds": 1, "learning-rate": 1e-9}, X, y, weight=w)
+    share = (w * y).sum() / w.sum()
+    np.testing.assert_allclose(m.decision_function(X[:3]), np.log(share / (1 - share)), rtol=1e-6)
+
+
+def test_a_weight_dataset_trains_and_bad_weights_exit_2(tmp_path):
+    X, y, w = _data()
+    write_dataset(tmp_path / "w.h5", X.astype(np.float32), y, weight=w)
+    base = ["train", "--data", str(tmp_path / "w.h5"), "--rounds", "5", "--quiet"]
+    proc = run_cli([*base, "--algo", "gbdt", "--model", str(tmp_path / "m.h5")])
+    assert proc.returncode == 0, proc.stderr
+    api = mpiboost.train({"algo": "gbdt", "rounds": 5}, X.astype(np.float32).astype(float), y, weight=w)
+    np.testing.assert_array_equal(Model.load(tmp_path / "m.h5").decision_function(X), api.decision_function(X))
+    proc = run_cli([*base, "--algo", "smoothboost", "--model", str(tmp_path / "s.h5")])
+    assert proc.returncode == 2 and "sample weights, which smoothboost does not take" in proc.stderr, proc.stderr
+    bad = w.copy()
+    bad[7] = -1.0
+    write_dataset(tmp_path / "neg.h5", X.astype(np.float32), y, weight=bad)
+    proc = run_cli(["train", "--algo", "gbdt", "--data", str(tmp_path / "neg.h5"), "--rounds", "5", "--model",
+                    str(tmp_path / "n.h5")])
+    assert proc.returncode == 2 and "neg.h5: dataset 'weight' row 7: -1.0 is not a weight" in proc.stderr
+    write_dataset(tmp_path / "plain.h5", X.astype(np.float32), y)
+    proc = run_cli(["train", "--algo", "gbdt", "--data", str(tmp_path / "w.h5"), str(tmp_path / "plain.h5"),
+                    "--rounds", "5", "--model", str(tmp_path / "x.h5")])
+    assert proc.returncode == 2 and "plain.h5 has no 'weight' dataset while" in proc.stderr, proc.stderr
+    assert not any((tmp_path / f).exists() for f in ("s.h5", "n.h5", "x.h5"))
+
+
+def test_the_same_model_on_any_number_of_ranks(tmp_path):
+    """Each rank's weights in its block of rows: the exact sums make the shift, the start and the trees the
+    same as on one rank."""
+    X, y, _ = _data(n=900)
+    w = np.random.default_rng(5).uniform(0.1, 3.0, size=len(y))  # not integers: rounded per row
+    write_dataset(tmp_path / "w.h5", X.astype(np.float32), y, weight=w)
+    exports = set()
+    for n in (1, 2, 3):
+        model = tmp_path / f"m{n}.h5"
+        proc = run_cli(["train", "--algo", "gbdt", "--data", str(tmp_path / "w.h5"), "--rounds", "6",
+                        "--bagging-fraction", "0.7", "--model", str(model), "--quiet"], n=n)
+        assert proc.returncode == 0, proc.stderr
+        exports.add(run_cli(["export", "--model", str(model)]).stdout)
+    assert len(exports) == 1
