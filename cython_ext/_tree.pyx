@@ -141,6 +141,24 @@ def leaf_sums(const fixed_t[:, ::1] gh, const node_t[::1] node_of_row, idx_t n_n
     return out
 
 
+def subtree_sums(fixed_t[:, ::1] table, const node_t[::1] feature, const node_t[::1] left,
+                 const node_t[::1] right):
+    """Every internal node's row of ``table`` (nodes, C) set to its children's sum, bottom up (children come
+    after their parent): the sums over the rows each node covers, from the leaves' sums."""
+    cdef idx_t n = table.shape[0], C = table.shape[1], c
+    cdef Py_ssize_t k
+    if feature.shape[0] != n or left.shape[0] != n or right.shape[0] != n:
+        raise ValueError("shape mismatch")
+    for k in range(n):
+        if feature[k] >= 0 and not (k < left[k] < n and k < right[k] < n):
+            raise ValueError("children must come after their parent")
+    with nogil:
+        for k in range(n - 1, -1, -1):
+            if feature[k] >= 0:
+                for c in range(C):
+                    table[k, c] = table[left[k], c] + table[right[k], c]
+
+
 def range_sums(const fixed_t[:, ::1] gh, const idx_t[::1] rows, idx_t lo, idx_t hi):
     """The channel sums of the rows ``rows[lo:hi]`` (a leaf's local totals), int64 of length C."""
     cdef idx_t C = gh.shape[1], r, c, i

@@ -363,8 +363,7 @@ class TreeGrower:
         # every internal node's sums are its children's (children come after their parent): the rows
         # and hessian each node covers, for importance, the export and TreeSHAP's weights
         table = np.array(table, dtype=np.int64)
-        for node in np.flatnonzero(~is_leaf)[::-1]:
-            table[node] = table[lc[node]] + table[rc[node]]
+        _tree.subtree_sums(table, feature, lc, rc)
         tree = Tree(feature, binv, mleft, lc, rc, value, kind, gain=gains, count=table[:, 2 * K],
                     weight=table[:, K:2 * K].sum(axis=1) * (h_scale if leaf_h_scale is None else leaf_h_scale))
         self.bytes_per_tree.append(self._bytes() - sent0)
