@@ -46,7 +46,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import boost
 from .errors import InputError
@@ -183,6 +183,10 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
 
     # ---------------------------------------------------------------------- fit
     def fit(self, X, y=None, domain=None, eval_set=None):
+        """Collective: train on this rank's rows (see :meth:`_fit`)."""
+        return self._fit(X, y, domain, eval_set, None)
+
+    def _fit(self, X, y=None, domain=None, eval_set=None, sample_weight=None):
         """Collective: train on this rank's rows.
 
         Parameters
@@ -197,6 +201,8 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
             This rank's validation rows, as LightGBM's ``fit(eval_set=...)``: they pick the best round
             (``best_round``), stop training (``early_stop``) and choose ``auto`` values, instead of
             ``valid_fraction`` held-out training rows. With ``domain_column``, X_valid holds that column too.
+        sample_weight : array-like of shape (n_samples,), optional
+            Each row's weight (finite, >= 0), for the algorithms that take them (their ``fit`` has it).
 
         Returns
         -------
@@ -243,14 +249,17 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
                 if dom.shape[0] != Xc.shape[0]:
                     raise ValueError(f"domain: {dom.shape[0]} ids for {Xc.shape[0]} rows")
             valid = check_valid(list(getattr(self, "feature_names_in_", [])) or None) if eval_set is not None else None
-            return Xc, np.asarray(yc), dom, names, valid
+            weight = None
+            if sample_weight is not None:
+                weight = _check_sample_weight(sample_weight, Xc, ensure_non_negative=True)
+            return Xc, np.asarray(yc), dom, names, valid, weight
 
-        Xc, yc, dom, names, valid = self._agreed(comm, check)
+        Xc, yc, dom, names, valid, weight = self._agreed(comm, check)
         params = self._params()
         if self._algorithm().needs_target:  # a transfer algorithm (not AdaBoost trained on one domain)
             params = self._without_sources(comm, params, dom)
         try:
-            model = api.train(params, Xc, yc, dom, feature_names=names, comm=comm, valid=valid)
+            model = api.train(params, Xc, yc, dom, feature_names=names, comm=comm, valid=valid, weight=weight)
         except InputError as exc:  # agreed on every rank (the API's errors are collective)
             raise ValueError(str(exc)) from exc
         if self.categories_:
@@ -588,9 +597,19 @@ def _make(cls, online: bool = False) -> type:
     name = cls.__name__ + "Classifier"
     __init__.__qualname__ = f"{name}.__init__"
     base = OnlineClassifier if online else MpiboostClassifier
-    est = type(name, (base,), {"_algo": cls.name, "__init__": __init__, "__doc__": _docstring(cls, online),
-                               "__module__": __name__})
+    body = {"_algo": cls.name, "__init__": __init__, "__doc__": _docstring(cls, online), "__module__": __name__}
+    if not online:  # each its own fit: with sample_weight where the algorithm takes weights
+        body["fit"] = _fit_weighted if cls.takes_weights else MpiboostClassifier.__dict__["fit"]
+    est = type(name, (base,), body)
     return est
+
+
+def _fit_weighted(self, X, y=None, domain=None, eval_set=None, sample_weight=None):
+    """Collective: train on this rank's rows, each weighing ``sample_weight`` (finite, >= 0; default 1).
+
+    See :meth:`MpiboostClassifier._fit` for the other arguments. Integer weights give the model of the rows
+    repeated (where the bins and ``min_data_in_leaf``, which counts rows, cannot tell them apart)."""
+    return self._fit(X, y, domain, eval_set, sample_weight)
 
 
 def _registry() -> dict:
@@ -607,6 +626,7 @@ DEFAULT_ALGORITHM, DEFAULT_ONLINE = "gbdt", "online-mbbm"
 for _base, _name in ((MpiboostClassifier, DEFAULT_ALGORITHM), (OnlineClassifier, DEFAULT_ONLINE)):
     _base._algo = _name
     _base.__init__ = ESTIMATORS[_name].__init__
+MpiboostClassifier.fit = _fit_weighted  # gbdt's: it takes sample weights (the subclasses set their own)
 
 
 def estimator(algo: str, **params: Any) -> MpiboostClassifier:

@@ -89,3 +89,19 @@ def test_the_same_model_on_any_number_of_ranks(tmp_path):
         assert proc.returncode == 0, proc.stderr
         exports.add(run_cli(["export", "--model", str(model)]).stdout)
     assert len(exports) == 1
+
+
+def test_the_estimators_fit_takes_sample_weight_where_the_algorithm_does():
+    import inspect
+
+    from mpiboost.sklearn import AdaBoostClassifier, GBDTClassifier, MpiboostClassifier, SoftmaxClassifier
+
+    X, y, w = _data()
+    est = GBDTClassifier(rounds=6).fit(X, y, sample_weight=w)
+    api = mpiboost.train({"algo": "gbdt", "rounds": 6}, X, y, weight=w)
+    assert est.model_.to_json() == api.to_json()
+    for cls in (GBDTClassifier, SoftmaxClassifier, MpiboostClassifier):
+        assert "sample_weight" in inspect.signature(cls.fit).parameters
+    assert "sample_weight" not in inspect.signature(AdaBoostClassifier.fit).parameters  # not its default vote, yet
+    with pytest.raises(ValueError, match="(?i)negative"):
+        GBDTClassifier(rounds=3).fit(X, y, sample_weight=-w)
