@@ -141,7 +141,8 @@ def train(
         the training edges (``"valid-fraction"`` holds out training rows instead).
     weight : array-like of shape (n_local,), optional
         This rank's sample weights (finite, >= 0): each row's gradient and hessian count that many times
-        (``gbdt``, ``softmax``, ``adaboost`` with ``"loss": "logistic"``; the others refuse them).
+        (``gbdt``, ``softmax``, ``adaboost`` with ``"loss": "logistic"``), or the first distribution is the
+        weights' (``adaboost``, ``samme``); the others refuse them.
     feature_names, domain_names : sequence of str, optional
         Names recorded in the model (a DataFrame's columns name the features by default).
     comm : mpi4py communicator or mpiboost.comm.Comm, optional

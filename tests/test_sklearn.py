@@ -55,12 +55,27 @@ CHECKS = [(est, check) for cls in (*ESTIMATORS.values(), MpiboostClassifier, Onl
           for est, check in estimator_checks_generator(cls()) if _name(check) not in NOT_APPLICABLE]
 
 
+# Checks a weight-taking estimator may fail, with the reason: a row of weight 0 is not a removed row for
+# the bin edges (made from every row, as LightGBM's), so a threshold between the remaining rows can move
+# and a held-out row fall on its other side. Integer weights against repeated rows, where the bins agree,
+# are checked exactly in tests/test_weights.py.
+MAY_FAIL_WITH_WEIGHTS = {
+    "check_sample_weight_equivalence_on_dense_data": "bin edges come from every row, weight 0 included",
+    "check_sample_weight_equivalence_on_sparse_data": "bin edges come from every row, weight 0 included",
+}
+
+
 @pytest.mark.parametrize("estimator,check", CHECKS,
                          ids=[f"{type(e).__name__}-{_name(c)}-{i}" for i, (e, c) in enumerate(CHECKS)])
 def test_scikit_learn_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # transfer estimators without sources say so
-        check(estimator)
+        try:
+            check(estimator)
+        except AssertionError:
+            if _name(check) in MAY_FAIL_WITH_WEIGHTS and estimator._algorithm().takes_weights:
+                pytest.xfail(MAY_FAIL_WITH_WEIGHTS[_name(check)])
+            raise
 
 
 def _blobs(n=240, seed=0, k=3):

@@ -1,6 +1,7 @@
 """Sample weights: a 'weight' dataset in the data files, or the API's weight=.
 
-The Newton boosters (gbdt, softmax, adaboost --loss logistic) weigh each row's gradient and hessian. With
+The Newton boosters (gbdt, softmax, adaboost --loss logistic) weigh each row's gradient and hessian; AdaBoost
+and SAMME start from the weights' distribution. With
 integer weights the model is the model of the rows repeated that many times (the twin: the same trees,
 leaf values and scores bit for bit, where the bins and the row-count rules cannot tell them apart); the
 start is the weighted class share; the model is the same on any number of ranks (the weights' sums are
@@ -102,6 +103,27 @@ def test_the_estimators_fit_takes_sample_weight_where_the_algorithm_does():
     assert est.model_.to_json() == api.to_json()
     for cls in (GBDTClassifier, SoftmaxClassifier, MpiboostClassifier):
         assert "sample_weight" in inspect.signature(cls.fit).parameters
-    assert "sample_weight" not in inspect.signature(AdaBoostClassifier.fit).parameters  # not its default vote, yet
+    assert "sample_weight" in inspect.signature(AdaBoostClassifier.fit).parameters
     with pytest.raises(ValueError, match="(?i)negative"):
         GBDTClassifier(rounds=3).fit(X, y, sample_weight=-w)
+
+
+@pytest.mark.parametrize("algo,K", [("adaboost", 2), ("samme", 3)])
+def test_the_reweighting_algorithms_start_from_the_weights(algo, K):
+    """AdaBoost's and SAMME's first distribution is the weights' (exact shares). Weights of 1, 2 and 4 give
+    the repeated rows' stumps and coefficients bit for bit (a power of two scales a row's weight exactly
+    through every update); other integers the same stumps, coefficients to rounding."""
+    X, y, w = _data(K=K)
+    params = {"algo": algo, "rounds": 12}
+    plain = mpiboost.train(params, X, y)
+    for weights, exact in ((2.0 ** (w - 1), True), (w, False)):  # 1, 2, 4; then 1, 2, 3
+        weighted = mpiboost.train(params, X, y, weight=weights)
+        idx = np.repeat(np.arange(len(y)), weights.astype(int))
+        repeated = mpiboost.train(params, X[idx], y[idx])
+        for name in ("feature", "bin", "left", "right", "missing_left"):
+            np.testing.assert_array_equal(getattr(weighted, name), getattr(repeated, name))
+        if exact:
+            np.testing.assert_array_equal(weighted.coef, repeated.coef)
+        else:
+            np.testing.assert_allclose(weighted.coef, repeated.coef, rtol=1e-12)
+        assert not np.array_equal(weighted.coef, plain.coef)

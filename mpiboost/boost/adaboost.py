@@ -28,6 +28,7 @@ class AdaBoost(Reweighting):
     summary = "AdaBoost: the SmoothBoost paper's baseline; with domains AdaBoost-all or, one domain, AdaBoost-k"
     tasks = ("binary", "multi-domain", "transfer")
     vote = "weighted"
+    takes_weights = True  # exponential loss: the start is the weights' distribution; logistic: weighted gradients
     weak_learners = ("stump", "tree")
     losses = ("exponential", "logistic")
     parameters = (
@@ -55,9 +56,6 @@ class AdaBoost(Reweighting):
             if given.get("split_gain") == "error":
                 raise ValueError("--split-gain error is for trees of -1/+1 leaves: --loss logistic grows trees by "
                                  "the Newton gain")
-
-    def accepts_weights(self) -> bool:
-        return loss_of(self.params).newton  # the logistic loss's Newton trees weigh each row's gradient
 
     def setup(self, data, proto, seed: int = 0) -> None:
         if not loss_of(self.params).newton:

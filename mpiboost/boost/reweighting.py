@@ -36,7 +36,21 @@ class Reweighting(Algorithm):
         self.data, self.proto, self.seed = data, proto, int(seed)
         n_local = data.n_local
         k = self.params.get("train_domain")
-        if k is not None:
+        sw = getattr(data, "weight", None)
+        if sw is not None:
+            # sample weights: the start is the weights' distribution (over the training domain's rows with
+            # --train-domain), each row's share from the exact global sum, so the same on any number of ranks
+            if self.params.get("entity_balanced"):
+                raise ValueError("--entity-balanced gives every rank the same mass: it does not go with sample "
+                                 "weights")
+            from .._ext import _exact
+
+            mine = sw if k is None else np.where(data.domain == k, sw, 0.0)
+            total = float(proto.reduce_terms([_exact.partials(np.ascontiguousarray(mine))])[0])
+            if not total > 0:
+                raise ValueError("the sample weights sum to 0" + ("" if k is None else f" on domain {k}"))
+            self.w = mine / total
+        elif k is not None:
             # AdaBoost-k of the MultiBoost paper: the other domains' rows start
             # (and, under multiplicative updates, stay) at weight 0.
             self.w = np.where(data.domain == k, 1.0 / int(data.domain_counts[k]), 0.0)

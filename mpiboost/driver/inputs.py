@@ -64,7 +64,7 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
                  blocks=blocks)
     _check_task(cls, shard)
     if shard.weight is not None and not algo.accepts_weights():
-        takers = [n for n, c in boost.ALGORITHMS.items() if c.takes_weights] + ["adaboost --loss logistic"]
+        takers = [n for n, c in boost.ALGORITHMS.items() if c.takes_weights]
         raise CollectiveError(f"the training data have sample weights, which {cls.name} does not take (yet): "
                               f"train {', '.join(takers)}, or drop the 'weight' dataset")
     task = "binary" if cls.labels == "signed" else "multiclass"
