@@ -40,7 +40,7 @@ class Softmax(Algorithm):
 
     def check_data(self, data) -> None:
         if data.n_classes < 2:
-            raise ValueError("softmax needs at least two classes")
+            raise ValueError(f"{self.name} needs at least two classes")
 
     def setup(self, data, proto, seed: int = 0) -> None:
         from .newton import NewtonBoost
