@@ -451,6 +451,36 @@ def test_logistic_trees_are_lightgbms_on_the_same_bins(tmp_path, rounds, missing
     assert [t["num_leaves"] for t in booster.dump_model()["tree_info"]] == [t.n_leaves for t in model.trees]
 
 
+@pytest.mark.parametrize("rounds", [1, 3])
+def test_weighted_logistic_trees_are_lightgbms_on_the_same_bins(rounds):
+    """The twin above with sample weights: LightGBM given the same weights (its boost_from_average is the
+    weighted log-odds, its leaves the weighted Newton steps) grows the same trees on our bins."""
+    import lightgbm as lgb
+
+    import mpiboost
+
+    rng = np.random.default_rng(40 + rounds)
+    n, d = 3000, 5
+    X = rng.standard_normal((n, d))
+    logit = 1.5 * X[:, 0] - X[:, 1] * X[:, 2] + np.sin(3 * X[:, 3])
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int)
+    w = rng.uniform(0.2, 3.0, n) * np.where(y == 1, 2.0, 1.0)  # uneven, and heavier positives: the start moves
+    model = mpiboost.train({"algo": "gbdt", "rounds": rounds, "min-data-in-leaf": 1, "grad-bins": 0}, X, y,
+                           weight=w)
+    cols = np.empty((d, n), dtype=np.uint8)
+    model.bins.transform(X, out=cols.T)
+    ours = model.decision_binned(cols)
+    Xb = cols.T.astype(np.float64)
+    params = dict(objective="binary", num_leaves=31, min_data_in_leaf=1, min_sum_hessian_in_leaf=1e-3, lambda_l2=0.0,
+                  learning_rate=0.1, max_bin=1024, min_data_in_bin=1, verbose=-1, feature_pre_filter=False,
+                  deterministic=True, num_threads=1)
+    booster = lgb.train(params, lgb.Dataset(Xb, label=y, weight=w, params=params), num_boost_round=rounds)
+    theirs = booster.predict(Xb, raw_score=True)
+    assert np.abs(ours - theirs).max() < 1e-6
+    unweighted = mpiboost.train({"algo": "gbdt", "rounds": rounds, "min-data-in-leaf": 1, "grad-bins": 0}, X, y)
+    assert np.abs(unweighted.decision_binned(cols) - theirs).max() > 1e-3  # the weights matter here
+
+
 @pytest.mark.parametrize("case", ["binary", "softmax"])
 def test_quantized_gradients_grow_trees_about_as_good(files, case):
     """--grad-bins: the trees grown on gradients rounded to a few levels, leaves from the full-precision sums,
