@@ -11,14 +11,21 @@ gradients are rounded to ``--grad-bins`` levels, by default the accuracy study's
 """
 from __future__ import annotations
 
-from .base import Param
+from dataclasses import replace
+
 from .losses import LOGISTIC
-from .params import GRAD_BINS, GRAD_BINS_BINARY, GRAD_BINS_MULTICLASS, LEARNING_RATE, NEWTON_SAMPLING, TREE_NEWTON
+from .params import GRAD_BINS_BINARY, GRAD_BINS_MULTICLASS
 from .softmax import Softmax
 
-WEAK = Param("weak_learner", str, "tree",
-             "the weak learner: tree (see --max-leaves) or stump (one split, Newton leaves)",
-             choices=("tree", "stump"))
+
+def _own(p):
+    """Softmax's parameter ``p`` as gbdt declares it: the weak learner of either loss, grad_bins by the classes."""
+    if p.name == "weak_learner":
+        return replace(p, help="the weak learner: tree (see --max-leaves) or stump (one split, Newton leaves)")
+    if p.name == "grad_bins":
+        return replace(p, default=None, help=p.help + f" (default: {GRAD_BINS_BINARY.default} for two classes, "
+                                                      f"{GRAD_BINS_MULTICLASS.default} for more)")
+    return p
 
 
 class GBDT(Softmax):
@@ -26,15 +33,7 @@ class GBDT(Softmax):
     paper = "beyond the papers: gradient boosting with Newton steps (Friedman 2001; LightGBM's gbdt and defaults)"
     summary = "gradient boosted trees of the log-loss, binary or multiclass as the labels are (LightGBM's gbdt)"
     tasks = ("binary", "multiclass")
-    parameters = (
-        WEAK,
-        *(p if p.when is None else Param(**{**p.__dict__, "when": ("weak_learner", "tree")}) for p in TREE_NEWTON),
-        LEARNING_RATE,
-        Param(**{**GRAD_BINS.__dict__, "default": None,
-                 "help": GRAD_BINS.help + f" (default: {GRAD_BINS_BINARY.default} for two classes, "
-                                          f"{GRAD_BINS_MULTICLASS.default} for more)"}),
-        *NEWTON_SAMPLING,
-    )
+    parameters = tuple(_own(p) for p in Softmax.parameters)
 
     def setup(self, data, proto, seed: int = 0) -> None:
         from .newton import NewtonBoost

@@ -71,7 +71,8 @@ class NewtonBoost:
         n = data.n_local
         self.F = np.zeros((n, self.K))
         self.w = None if getattr(data, "weight", None) is None else np.ascontiguousarray(data.weight)
-        total = self._weight_sums(proto)[-1] if self.w is not None else float(data.n_global)
+        sums = self._weight_sums(proto) if self.w is not None else None  # per class, then all: exact
+        total = sums[-1] if sums is not None else float(data.n_global)
         # every row's |g| <= 1 (h too) times its weight: the units leave the sum of the weights room in int64
         self.shift = gh_shift(max(int(data.n_global), int(math.ceil(total))))
         self.scale = math.ldexp(1.0, -self.shift)
@@ -84,7 +85,6 @@ class NewtonBoost:
             self.target01 = (data.y > 0).astype(np.float64)
         if self.w is not None:
             # the start from the weighted class shares (LightGBM's boost_from_average with weights); exact sums
-            sums = self._weight_sums(proto)
             self.init = self.loss.start(sums[:-1], sums[-1])
             whole = (self.w == np.floor(self.w)) & (self.w < 2.0**31)
             self._w_whole, self._w_int = whole[:, None], np.where(whole, self.w, 0).astype(np.int64)[:, None]
