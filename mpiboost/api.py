@@ -184,11 +184,12 @@ def train(
     if cls.needs_target and algo_params.get("target_domain") is None \
             and "target" not in list(domain_names or []):
         algo_params["target_domain"] = "0"  # the target's rows are domain 0 (sources 1, 2, ...)
-    batch.make_algorithm(algo, algo_params, rounds)  # every option checked before a row is touched
+    targets = batch.make_algorithm(algo, algo_params, rounds).load_task() == "regression"  # options checked
     from .data import frames
 
     X, categories = frames.encode(comm, X)  # a DataFrame's categorical columns as codes, agreed over the ranks
-    data = memory_file(comm, X, y, domain, feature_names=feature_names, domain_names=domain_names, weight=weight)
+    data = memory_file(comm, X, y, domain, feature_names=feature_names, domain_names=domain_names, weight=weight,
+                       targets=targets)
     vfiles = None
     if valid is not None:
         if not isinstance(valid, (tuple, list)) or len(valid) not in (2, 3):
@@ -206,7 +207,7 @@ def train(
                     raise InputError(f"valid: {exc}".replace("model's", "training")) \
                         from None
         vfiles = [memory_file(comm, Xv, yv, dv, feature_names=data.feature_names,
-                              domain_names=domain_names, what="valid")]
+                              domain_names=domain_names, what="valid", targets=targets)]
     model = _run_batch(comm, algo, rounds, run, algo_params, [data], vfiles, callbacks, resume)
     if categories:
         model.info["categories"] = categories  # saved with the model: predict maps a DataFrame's values by name

@@ -100,7 +100,7 @@ class ProgressBar(Callback):
 
     def on_round_end(self, env: RoundEnv) -> None:
         if self.bar is not None:
-            post = {"train": f"{env.metrics.get('train_error', float('nan')):.4f}"}
+            post = {"train": f"{env.metrics.get('train_error', env.metrics.get('train_metric', float('nan'))):.4g}"}
             if "valid_error" in env.metrics:
                 post["valid"] = f"{env.metrics['valid_error']:.4f}"
             self.bar.set_postfix(post, refresh=False)
@@ -160,8 +160,14 @@ class RoundLog(Callback):
         parts = [f"round {env.t}/{env.rounds}"]
         if m.get("train_error") is not None:
             parts.append(f"train error {m['train_error']:.4f}")
+        from .boost.losses import METRIC_NAMES
+
+        name = METRIC_NAMES.get(m.get("metric"))
+        if m.get("train_metric") is not None:  # a regression's objective metric (RMSE, MAE ...)
+            parts.append(f"train {name} {m['train_metric']:.6g}")
         if m.get("valid_error") is not None:
-            parts.append(f"valid error {m['valid_error']:.4f}")
+            parts.append(f"valid {name} {m['valid_error']:.6g}" if "train_metric" in m else
+                         f"valid error {m['valid_error']:.4f}")
         parts += [f"{seconds:.1f} s", f"{rate:.2f} rounds/s", f"ETA {eta:.0f} s"]
         print("mpiboost: " + ", ".join(parts), file=self.stream, flush=True)
 

@@ -24,7 +24,37 @@ def auc(scores: np.ndarray, y: np.ndarray) -> Optional[float]:
 
 
 def _task(model: Model) -> str:
+    if getattr(model, "is_regression", False):
+        return "regression"
     return "binary" if model.output == "sign" else "multiclass"
+
+
+def regression_report(comm, model: Model, shard, score: np.ndarray) -> Optional[dict]:
+    """Collective: RMSE, MAE, R^2 (and the objective's metric) of a regression model's scores, from exact sums
+    over all ranks' rows (weighted by the rows' weights if the files have them); the report on the center."""
+    from .boost.losses import REGRESSION
+
+    y, w = np.asarray(shard.y, dtype=np.float64), shard.weight
+    d = score - y
+    ones = np.ones_like(y) if w is None else w
+    groups = np.repeat(np.arange(5, dtype=np.int32), y.size)
+    sums = comm.sum_exact_grouped(np.concatenate([d * d * ones, np.abs(d) * ones, y * ones, y * y * ones, ones]),
+                                  groups, 5)
+    sq, ab, sy, syy, sw = (float(v) for v in sums)
+    objective = REGRESSION[model.params.get("objective", "regression")]
+    alpha = float(model.params.get("alpha") or 0.9)
+    loss = comm.sum_exact(objective.loss(d, alpha) * ones)
+    if not comm.is_center:
+        return None
+    var = syy / sw - (sy / sw) ** 2 if sw > 0 else 0.0
+    report = {"n": int(shard.n_global), "rmse": float(np.sqrt(sq / sw)) if sw > 0 else None,
+              "mae": ab / sw if sw > 0 else None, "r2": 1.0 - (sq / sw) / var if sw > 0 and var > 0 else None,
+              "objective": objective.name, objective.metric: float(loss) / sw if sw > 0 else None}
+    if objective.metric == "rmse":
+        report["rmse"] = float(np.sqrt(sq / sw)) if sw > 0 else None
+    if w is not None:
+        report["weighted"] = True  # every mean above is weighted by the rows' weights
+    return report
 
 
 def _index(model, score: np.ndarray) -> np.ndarray:
@@ -108,6 +138,9 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
     (per label); the confusion matrix and the AUC leave them out.
     """
     task = _task(model)
+    if task == "regression":
+        shard, score = _scores(comm, model, paths, task, dedicated_coordinator)
+        return regression_report(comm, model, shard, score)
     unseen: dict = {}
     shard, score = _scores(comm, model, paths, task, dedicated_coordinator, unseen)
     index = _index(model, score)
@@ -170,6 +203,12 @@ def predict(
         out = model.contributions_binned(shard.cols)
         return comm.gatherv(out) if comm.size > 1 else out
     _, score = _scores(comm, model, paths, None, dedicated_coordinator)
+    if getattr(model, "is_regression", False):
+        if proba:
+            from .errors import InputError
+
+            raise InputError("--proba: a regression model predicts values, not class probabilities")
+        scores = True  # the predicted values are the scores
     if proba:
         scores, score = True, model.proba_of_scores(score)
     out = score if scores else _index(model, score)

@@ -132,7 +132,11 @@ def to_lightgbm(model) -> str:
             else:
                 trees_text.append(_lgb_tree(index, [f], [model.bins.threshold(f, b)], [_decision(ml)], [-1], [-2],
                                             [float(lv), float(rv)]))
-    if model.output == "argmax":
+    if model.output == "value":  # a regression: the scores are the predictions (LightGBM's own objective names)
+        objective = model.params.get("objective", "regression")
+        if objective in ("huber", "quantile"):
+            objective += f" alpha:{_num(float(model.params.get('alpha') or 0.9))}"
+    elif model.output == "argmax":
         objective = f"multiclass num_class:{K}"
     elif model.link in LINK_OF:
         objective = LINK_OF[model.link].lightgbm_objective(K)

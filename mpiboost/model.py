@@ -7,7 +7,8 @@ Binary stumps predict -1/+1 (``left``, ``right = -left``) and the ensemble
 ``sign(sum_t coef_t h_t(x))`` (``output = "sign"``; a zero score gives +1,
 class 1); an unweighted majority vote has all coefficients 1. Class stumps
 predict class indices and the ensemble ``argmax_c sum_t coef_t [h_t(x) = c]``
-(``output = "argmax"``; ties go to the highest class).
+(``output = "argmax"``; ties go to the highest class). A regression model's
+trees sum to the prediction itself (``output = "value"``; no classes).
 A round may add several stumps (MSDTrA's mixture of candidates): ``round``
 says which round each stump belongs to, and the transfer algorithms that
 vote with the later rounds only (``params["vote_from"] == "half"``, as in
@@ -41,7 +42,7 @@ MODEL_FORMAT = 4
 READABLE_FORMATS = (1, 2, 3, 4)
 LINKS = (None, *LINK_OF)  # how scores become probabilities (None: they do not)
 MAX_NODES = 1 << 26  # nodes of all trees of a model file, checked before they are read
-OUTPUTS = ("sign", "argmax")
+OUTPUTS = ("sign", "argmax", "value")
 # What the algorithms write (Algorithm.vote); "task": stump t votes only for the rows of
 # task domain[t] (one ensemble per task, multi-task boosting).
 VOTES = ("weighted", "majority", "q-weighted", "task")
@@ -86,7 +87,7 @@ class Model:
 
     def __post_init__(self) -> None:
         if self.classes is None:
-            self.classes = [-1, 1]
+            self.classes = [] if self.output == "value" else [-1, 1]
         if self.output not in OUTPUTS:
             raise ValueError(f"output must be one of {OUTPUTS}, not {self.output!r}")
         if self.link not in LINKS:
@@ -106,6 +107,16 @@ class Model:
     @property
     def n_classes(self) -> int:
         return len(self.classes)
+
+    @property
+    def n_values(self) -> int:
+        """Scores per row: the classes of an argmax model, else 1 (a sign's score, a regression's value)."""
+        return self.n_classes if self.output == "argmax" else 1
+
+    @property
+    def is_regression(self) -> bool:
+        """The model predicts numeric targets (``output = "value"``), not classes."""
+        return self.output == "value"
 
     @property
     def needs_raw(self) -> bool:
@@ -299,7 +310,7 @@ class Model:
             return cached[1]
         from .weak.tree import flatten
 
-        arrays = flatten(self.trees, 1 if self.output == "sign" else self.n_classes)
+        arrays = flatten(self.trees, self.n_values)
         self._forest = (len(self.trees), arrays)
         return arrays
 
@@ -360,6 +371,8 @@ class Model:
         """Class probabilities (n, K) from :meth:`decision_binned`'s scores (logistic or softmax link)."""
         if self.link in LINK_OF:
             return LINK_OF[self.link].proba(score)
+        if self.is_regression:
+            raise ValueError("a regression model predicts values, not class probabilities")
         raise ValueError(f"a model of {self.algorithm} (loss without a link) has no calibrated probabilities: "
                          "train it with --loss logistic, or use --algo softmax")
 
@@ -439,8 +452,11 @@ class Model:
         return self.decision_binned(cols, raw, task)
 
     def predict(self, X, domain=None) -> np.ndarray:
-        """The user's labels of raw rows ``X`` (n, d), binned with the model's edges (see :meth:`decision_function`)."""
+        """The user's labels of raw rows ``X`` (n, d), binned with the model's edges (see :meth:`decision_function`);
+        a regression model's predicted values."""
         cols, raw, task = self._rows(X, domain)
+        if self.is_regression:
+            return self.decision_binned(cols, raw, task)
         return self.labels_of(self.predict_index(cols, raw, task))
 
     def predict_proba(self, X, domain=None) -> np.ndarray:
@@ -487,7 +503,7 @@ class Model:
         self.check_contributions()
         cols = np.ascontiguousarray(cols, dtype=np.uint8)
         n, d = cols.shape[1], self.n_features
-        V = 1 if self.output == "sign" else self.n_classes
+        V = self.n_values
         out = np.zeros((n, V, d + 1))
         coef = self.vote_coefficients()
         for t in range(self.n_stumps):
@@ -641,6 +657,8 @@ class Model:
             raise InputError(f"{where}: ensemble/left and right must be -1/+1 and opposite in a sign model")
         if self.output == "sign" and self.n_classes != 2:
             raise InputError(f"{where}: a sign model has two classes, not {self.n_classes}")
+        if self.output == "value" and (self.classes or self.link is not None or not self.trees and n):
+            raise InputError(f"{where}: a regression model (output value) has trees, and no classes or link")
         clf = self.domain_classifier
         if self.vote == "task":
             J = len(self.domain_names or []) or 1
@@ -682,7 +700,7 @@ class Model:
                 or (self.domain_classifier is not None) != (self.vote == "q-weighted"):
             raise InputError(f"{where}: a model of trees votes weighted, by majority, per task or by Q(k|x) "
                              f"with a domain classifier (not {self.vote})")
-        V = 1 if self.output == "sign" else self.n_classes
+        V = self.n_values
         d = self.n_features
         for k, tr in enumerate(self.trees):
             m = tr.n_nodes
@@ -840,11 +858,16 @@ def _header_fields(h: dict, path: str) -> dict:
     }
     d = field("n_features", lambda v: is_int(v) and 1 <= v <= MAX_FEATURES, f"an integer in 1..{MAX_FEATURES:,}")
     classes = field("classes", lambda v: isinstance(v, list), "a list of label values", default=[-1, 1])
-    try:
-        out["classes"] = lab.decode_attr(classes, path, "header field 'classes'")
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-    if len(out["classes"]) < 2:
+    if out["output"] == "value":
+        if classes:
+            raise InputError(f"{path}: header field 'classes' of a regression model (output value) must be []")
+        out["classes"] = []
+    else:
+        try:
+            out["classes"] = lab.decode_attr(classes, path, "header field 'classes'")
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    if len(out["classes"]) < 2 and out["output"] != "value":
         raise InputError(f"{path}: header field 'classes' lists one class; a model has at least two")
     clf = h.get("domain_classifier")
     if clf is not None:
@@ -949,7 +972,7 @@ def _read_model(cls, f, path: str) -> "Model":
     left = arrays["left"]
     trees, tree = [], None
     if "trees" in f:
-        trees = _read_trees(f["trees"], path, size, 1 if h["output"] == "sign" else len(h["classes"]))
+        trees = _read_trees(f["trees"], path, size, len(h["classes"]) if h["output"] == "argmax" else 1)
         tree = _dataset(g, "tree", path, size, ints, n, MAX_STUMPS)
         tree = _in_range(tree, f"{path}: ensemble/tree", -1, max(len(trees) - 1, -1), np.int32)
     elif "tree" in g:
@@ -1090,6 +1113,8 @@ class Scorer:
         """This rank's rows whose predicted class differs from ``y`` (internal codes)."""
         from ._ext import _weights
 
+        if self.model.is_regression:
+            raise ValueError("a regression model has no errors: score it by its metric (regression_metric)")
         if self.model.output == "argmax":
             from ._ext import _multiclass
 

@@ -289,6 +289,26 @@ class Protocol:
         with self.comm.primitive("reduce_stats"):
             return self.comm.allreduce_max(float(value))
 
+    # ------------------------------------------------------- percentiles
+    def leaf_percentiles(self, values: np.ndarray, group: np.ndarray, n_groups: int, alpha: float,
+                         weight: Optional[np.ndarray] = None) -> np.ndarray:
+        """The ``alpha`` percentile of the values of each group over all ranks, on every rank (LightGBM's rule,
+        :mod:`mpiboost.boost.percentile`): the center gathers every row's value, group (and weight) in the
+        global row order and sends the ``n_groups`` results back. Bytes: 12 a row (20 weighted) to the center,
+        ``8 n_groups`` back to each rank; the same values for any number of ranks."""
+        from .boost.percentile import grouped_percentiles
+
+        comm = self.comm
+        values = np.ascontiguousarray(values, dtype=np.float64)
+        group = np.ascontiguousarray(group, dtype=np.int32)
+        if comm.size == 1:
+            return grouped_percentiles(values, group, n_groups, alpha, weight)
+        with comm.primitive("leaf_percentiles"):
+            v, g = comm.gatherv(values), comm.gatherv(group)
+            w = None if weight is None else comm.gatherv(np.ascontiguousarray(weight, dtype=np.float64))
+            out = grouped_percentiles(v, g, n_groups, alpha, w) if comm.is_center else np.zeros(n_groups)
+            return comm.bcast_array(out)
+
     # ---------------------------------------------------- domain classifier
     def fit_domain_classifier(self, X: np.ndarray, domain: np.ndarray, n_domains: int, l2: float = 1.0):
         """Fit Q(k|x) on every rank's raw rows (exact fixed-point gradients, L-BFGS at the center)."""

@@ -43,7 +43,7 @@ import warnings
 from typing import Any, Optional
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
@@ -75,7 +75,7 @@ EXTRA_PARAMS = (
 )
 
 
-def _validate(est, X, reset: bool, y=None, min_samples: int = 1):
+def _validate(est, X, reset: bool, y=None, min_samples: int = 1, y_numeric: bool = False):
     """X (and y) checked the scikit-learn way; sets n_features_in_ / feature_names_in_ when ``reset``."""
     kw = dict(accept_sparse="csr", dtype="numeric", ensure_min_samples=min_samples)
     try:
@@ -87,7 +87,7 @@ def _validate(est, X, reset: bool, y=None, min_samples: int = 1):
     kw["ensure_all_finite"] = "allow-nan"
     if y is None:
         return validate_data(est, X, reset=reset, **kw)
-    return validate_data(est, X, y, reset=reset, y_numeric=False, multi_output=False, **kw)
+    return validate_data(est, X, y, reset=reset, y_numeric=y_numeric, multi_output=False, **kw)
 
 
 def _numeric(X):
@@ -102,12 +102,8 @@ def _numeric(X):
     return X.astype(np.float64)  # booleans (object values were made numbers by the validation)
 
 
-class MpiboostClassifier(ClassifierMixin, BaseEstimator):
-    """Base of the generated estimators (one subclass per algorithm; see the module docstring).
-
-    Used itself, ``MpiboostClassifier(**params)`` is the default algorithm's estimator,
-    :data:`DEFAULT_ALGORITHM` (gradient boosted trees: ``GBDTClassifier``'s parameters).
-    """
+class _Estimator(BaseEstimator):
+    """What the classifiers and the regressor share: the algorithm, the params, the ranks, the rows."""
 
     _algo: str = ""
 
@@ -181,6 +177,49 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(str(exc)) from None
         return out
 
+    # ------------------------------------------------------------------ predict
+    def _rows(self, X, domain):
+        check_is_fitted(self, "model_")
+        from .data import frames
+
+        Xc = _validate(self, frames.apply(X, getattr(self, "categories_", None)), False)
+        names = list(getattr(self, "feature_names_in_", [])) or None
+        Xc, dom, _ = self._split_domain(_numeric(Xc), domain, names)
+        return Xc, dom
+
+    def _call(self, method: str, X, domain):
+        Xc, dom = self._rows(X, domain)
+        try:
+            return getattr(self.model_, method)(Xc, dom)
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+
+    @property
+    def feature_importances_(self) -> np.ndarray:
+        """Split counts per input column, normalised to sum 1 (0 for the domain column); zeros if no split."""
+        check_is_fitted(self, "model_")
+        imp = self.model_.feature_importances("split")
+        if self.domain_column is not None:
+            col = self.domain_column
+            if isinstance(col, str):
+                col = list(self.feature_names_in_).index(col)
+            imp = np.insert(imp, int(col) % self.n_features_in_, 0.0)
+        total = imp.sum()
+        return imp / total if total > 0 else imp
+
+    def save(self, path) -> None:
+        """Write the fitted model (``mpiboost predict --model``, ``mpiboost.load``)."""
+        check_is_fitted(self, "model_")
+        self.model_.save(path)
+
+
+class MpiboostClassifier(ClassifierMixin, _Estimator):
+    """Base of the generated estimators (one subclass per algorithm; see the module docstring).
+
+    Used itself, ``MpiboostClassifier(**params)`` is the default algorithm's estimator,
+    :data:`DEFAULT_ALGORITHM` (gradient boosted trees: ``GBDTClassifier``'s parameters).
+    """
+
     # ---------------------------------------------------------------------- fit
     def fit(self, X, y=None, domain=None, eval_set=None):
         """Collective: train on this rank's rows (see :meth:`_fit`)."""
@@ -212,6 +251,10 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
 
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        from .boost.losses import REGRESSION
+
+        if getattr(self, "objective", None) in REGRESSION:
+            raise ValueError(f"objective={self.objective!r} fits numeric targets: use MpiboostRegressor")
         comm = self._comm()
         from .data import frames
 
@@ -286,23 +329,6 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
                                        if k != "algo" and (k in dict.fromkeys(n for n, *_ in RUN_PARAMS)
                                                            or ada.has(k))}}
 
-    # ------------------------------------------------------------------ predict
-    def _rows(self, X, domain):
-        check_is_fitted(self, "model_")
-        from .data import frames
-
-        Xc = _validate(self, frames.apply(X, getattr(self, "categories_", None)), False)
-        names = list(getattr(self, "feature_names_in_", [])) or None
-        Xc, dom, _ = self._split_domain(_numeric(Xc), domain, names)
-        return Xc, dom
-
-    def _call(self, method: str, X, domain):
-        Xc, dom = self._rows(X, domain)
-        try:
-            return getattr(self.model_, method)(Xc, dom)
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
-
     def predict(self, X, domain=None, pred_contrib: bool = False) -> np.ndarray:
         """The predicted label of every row (local: no communication).
 
@@ -361,24 +387,6 @@ class MpiboostClassifier(ClassifierMixin, BaseEstimator):
         """The log of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X, domain))
-
-    @property
-    def feature_importances_(self) -> np.ndarray:
-        """Split counts per input column, normalised to sum 1 (0 for the domain column); zeros if no split."""
-        check_is_fitted(self, "model_")
-        imp = self.model_.feature_importances("split")
-        if self.domain_column is not None:
-            col = self.domain_column
-            if isinstance(col, str):
-                col = list(self.feature_names_in_).index(col)
-            imp = np.insert(imp, int(col) % self.n_features_in_, 0.0)
-        total = imp.sum()
-        return imp / total if total > 0 else imp
-
-    def save(self, path) -> None:
-        """Write the fitted model (``mpiboost predict --model``, ``mpiboost.load``)."""
-        check_is_fitted(self, "model_")
-        self.model_.save(path)
 
     # --------------------------------------------------------------------- tags
     def __sklearn_tags__(self):
@@ -571,6 +579,25 @@ def _docstring(cls, online: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _constructor(fields: list, name: str):
+    """An estimator's ``__init__`` taking ``fields`` ((name, default) pairs) as keyword-only parameters."""
+
+    def __init__(self, **kwargs):
+        unknown = set(kwargs) - {n for n, _ in fields}
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no parameter {sorted(unknown)[0]!r}")
+        for key, default in fields:
+            setattr(self, key, kwargs.get(key, default))
+
+    # scikit-learn reads the parameters from the signature: give it the declared ones, keyword-only
+    __init__.__signature__ = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=tuple(d) if isinstance(d, list) else d)
+           for n, d in fields])
+    __init__.__qualname__ = f"{name}.__init__"
+    return __init__
+
+
 def _make(cls, online: bool = False) -> type:
     """The estimator class of algorithm class ``cls``: __init__ with every declared parameter and the run's."""
     from .online.options import STREAM_PARAMS
@@ -580,22 +607,8 @@ def _make(cls, online: bool = False) -> type:
     clash = {n for n, _ in own} & {n for n, _ in run}
     if clash:
         raise TypeError(f"{cls.name}: parameter {sorted(clash)[0]} is also a run setting")
-    fields = own + run
-
-    def __init__(self, **kwargs):
-        unknown = set(kwargs) - {n for n, _ in fields}
-        if unknown:
-            raise TypeError(f"{type(self).__name__} has no parameter {sorted(unknown)[0]!r}")
-        for name, default in fields:
-            setattr(self, name, kwargs.get(name, default))
-
-    # scikit-learn reads the parameters from the signature: give it the declared ones, keyword-only
-    __init__.__signature__ = inspect.Signature(
-        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-        + [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=tuple(d) if isinstance(d, list) else d)
-           for n, d in fields])
     name = cls.__name__ + "Classifier"
-    __init__.__qualname__ = f"{name}.__init__"
+    __init__ = _constructor(own + run, name)
     base = OnlineClassifier if online else MpiboostClassifier
     body = {"_algo": cls.name, "__init__": __init__, "__doc__": _docstring(cls, online), "__module__": __name__}
     if not online:  # each its own fit: with sample_weight where the algorithm takes weights
@@ -629,6 +642,89 @@ for _base, _name in ((MpiboostClassifier, DEFAULT_ALGORITHM), (OnlineClassifier,
 MpiboostClassifier.fit = _fit_weighted  # gbdt's: it takes sample weights (the subclasses set their own)
 
 
+class MpiboostRegressor(RegressorMixin, _Estimator):
+    """Gradient boosted trees of numeric targets (``--algo gbdt --objective regression``) as a scikit-learn
+    regressor: ``objective`` is ``"regression"`` (squared error, the default), ``"regression_l1"``,
+    ``"huber"`` or ``"quantile"`` (``alpha``: Huber's delta, the quantile); the other parameters are
+    ``GBDTClassifier``'s. ``predict`` gives the values, ``score`` R^2; under ``mpiexec`` every rank fits
+    on its own rows and gets the same model, as the classifiers."""
+
+    _algo = "gbdt"
+
+    def _params(self) -> dict:
+        out = super()._params()
+        if out.get("objective") not in ("huber", "quantile"):
+            out.pop("alpha", None)  # scikit-learn's rule: a parameter the objective does not read is ignored
+        return out
+
+    def fit(self, X, y, sample_weight=None, eval_set=None):
+        """Collective: train on this rank's rows ``X`` and targets ``y`` (numbers), each row weighing
+        ``sample_weight`` (finite, >= 0; default 1); ``eval_set``: [(X_valid, y_valid)], as the classifiers'."""
+        from . import api
+        from .boost.losses import REGRESSION
+
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        if self.objective not in REGRESSION:
+            raise ValueError(f"objective={self.objective!r}: a regressor fits one of {', '.join(REGRESSION)} "
+                             "(classes: GBDTClassifier)")
+        comm = self._comm()
+
+        def check():
+            Xc, yc = _validate(self, X, True, y, min_samples=1 if comm.size == 1 else 0, y_numeric=True)
+            Xc, _, names = self._split_domain(_numeric(Xc), None, list(getattr(self, "feature_names_in_", []))
+                                              or None)
+            weight = None if sample_weight is None else _check_sample_weight(sample_weight, Xc,
+                                                                             ensure_non_negative=True)
+            valid = None
+            if eval_set is not None:
+                pairs = list(eval_set) if isinstance(eval_set, (list, tuple)) else None
+                if not pairs or len(pairs) != 1 or len(pairs[0]) != 2:
+                    raise ValueError("eval_set must be a list of one (X_valid, y_valid) pair")
+                Xv = _numeric(_validate(self, pairs[0][0], False))
+                Xv, _, _ = self._split_domain(Xv, None, names)
+                yv = np.asarray(pairs[0][1], dtype=np.float64).ravel()
+                if yv.shape[0] != Xv.shape[0]:
+                    raise ValueError(f"eval_set: {yv.shape[0]} targets for {Xv.shape[0]} rows")
+                valid = (Xv, yv)
+            return Xc, np.asarray(yc, dtype=np.float64), names, weight, valid
+
+        Xc, yc, names, weight, valid = self._agreed(comm, check)
+        try:
+            self.model_ = api.train(self._params(), Xc, yc, feature_names=names, comm=comm, valid=valid,
+                                    weight=weight)
+        except InputError as exc:
+            raise ValueError(str(exc)) from exc
+        self.summary_ = getattr(self.model_, "summary_", None)
+        return self
+
+    def predict(self, X, pred_contrib: bool = False) -> np.ndarray:
+        """The predicted value of every row (local); ``pred_contrib=True``: the TreeSHAP contributions and
+        the expected value last, as LightGBM's."""
+        return self._call("contributions" if pred_contrib else "predict", X, None)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
+        return tags
+
+    def _more_tags(self) -> dict:  # scikit-learn < 1.6
+        return {"allow_nan": True}
+
+
+def _regressor_init() -> None:
+    """MpiboostRegressor's constructor: gbdt's parameters (objective "regression" by default) and the run's."""
+    cls = boost.get("gbdt")
+    fields = [(p.name, "regression" if p.name == "objective" else p.default) for p in cls.parameters if p.cli]
+    fields += [(name, default) for name, default, _, _ in RUN_PARAMS + EXTRA_PARAMS]
+    MpiboostRegressor.__init__ = _constructor(fields, "MpiboostRegressor")
+
+
+_regressor_init()
+GBDTRegressor = MpiboostRegressor  # the name beside GBDTClassifier
+
+
 def estimator(algo: str, **params: Any) -> MpiboostClassifier:
     """The estimator of algorithm ``algo`` (a registry name, e.g. ``"samme"``) with ``params``."""
     try:
@@ -637,4 +733,5 @@ def estimator(algo: str, **params: Any) -> MpiboostClassifier:
         raise ValueError(f"unknown algorithm {algo!r}; choose from {', '.join(sorted(ESTIMATORS))}") from None
 
 
-__all__ = ["DEFAULT_ALGORITHM", "DEFAULT_ONLINE", "ESTIMATORS", "MpiboostClassifier", "OnlineClassifier", "estimator"] + [e.__name__ for e in ESTIMATORS.values()]
+__all__ = ["DEFAULT_ALGORITHM", "DEFAULT_ONLINE", "ESTIMATORS", "GBDTRegressor", "MpiboostClassifier", "MpiboostRegressor",
+           "OnlineClassifier", "estimator"] + [e.__name__ for e in ESTIMATORS.values()]

@@ -433,7 +433,9 @@ MALFORMED = [
 MALFORMED_IN_PROCESS = [
     ("text-label-positive", "libsvm", "t.svm", "+1 1:1\nyes 1:1\n", ["--positive-label", "1"], 2, "label 'yes'"),
     ("too-many-labels", "libsvm", "k.svm", "".join(f"{i} 1:1\n" for i in range(256)) + "\n256 1:1\n", [],
-     258, "more than 256 distinct labels"),
+     258, "more than 256 distinct numbers: a continuous target? give --task regression"),
+    ("many-numeric-labels", "libsvm", "m.svm", "".join(f"{i} 1:1\n" for i in range(40)), [], None,
+     "the label has 40 distinct numeric values: a continuous target? give --task regression"),
     ("value-not-finite", "libsvm", "i.svm", "+1 1:1\n-1 2:inf\n", [], 2, "finite"),
     ("value-too-big-for-float32", "libsvm", "b.svm", "+1 1:1\n-1 2:1e300\n", [], 2, "float64"),
     ("entry-without-colon", "libsvm", "c.svm", "+1 1:1\n-1 7\n", [], 2, "index:value"),
@@ -612,7 +614,7 @@ def test_label_cap_counts_classes_not_spellings(tmp_path, monkeypatch):
     monkeypatch.setattr(convert.common, "CHUNK_ROWS", 100)  # provisional codes over many chunks
     lines = [f"{k} 1:{k}\n{k}.0 1:{k}\n" for k in range(256)]
     src = write(tmp_path / "cap.svm", "".join(lines))
-    r = convert.convert_libsvm(src, tmp_path / "cap.h5")
+    r = convert.convert_libsvm(src, tmp_path / "cap.h5", task="classification")  # 256 numbers taken as classes
     y = read_arrays(tmp_path / "cap.h5")["y"]
     assert y.dtype == np.int16 and len(r.label_counts) == 256
     np.testing.assert_array_equal(y, np.repeat(np.arange(256), 2))
@@ -620,7 +622,7 @@ def test_label_cap_counts_classes_not_spellings(tmp_path, monkeypatch):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     bad = write(tmp_path / "cap2.svm", "".join(lines) + "# one more\n256 1:1\n")
-    with pytest.raises(InputError, match=r"cap2\.svm:514: label '256': more than 256 distinct labels"):
+    with pytest.raises(InputError, match=r"cap2\.svm:514: label '256': more than 256 distinct numbers"):
         convert.convert_libsvm(bad, out_dir / "cap.h5")
     assert os.listdir(out_dir) == []
     # with text labels every spelling is a class

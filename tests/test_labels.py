@@ -76,7 +76,9 @@ def test_writer_refuses_values_that_do_not_fit_and_leaves_nothing(tmp_path):
     with pytest.raises(InputError, match="does not fit y dtype int8"):
         write_dataset(out / "g.h5", np.zeros((2, 1), np.float32), np.array([0, 300]), y_dtype=np.int8)
     with pytest.raises(InputError, match="unsupported y dtype"):
-        DatasetWriter(out / "g.h5", 1, y_dtype=np.float32)
+        DatasetWriter(out / "g.h5", 1, y_dtype=np.float16)  # float32/float64 hold regression targets
+    with pytest.raises(InputError, match="every target must be finite"):
+        write_dataset(out / "g.h5", np.zeros((2, 1), np.float32), np.array([0.5, np.inf]), y_dtype=np.float64)
     assert os.listdir(out) == []
 
 

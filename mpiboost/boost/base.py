@@ -51,7 +51,7 @@ from ..model import Model
 from ..param import Param, _num  # noqa: F401  (declared here before; algorithms import it from .base)
 from ..weak.stump import Stump
 
-TASKS = ("binary", "multiclass", "multi-domain", "transfer")
+TASKS = ("binary", "multiclass", "multi-domain", "transfer", "regression")
 LABELS = ("signed", "index")
 @dataclass
 class Hypothesis:
@@ -206,6 +206,11 @@ class Algorithm(ABC):
         rank before :meth:`setup`, so a refusal is agreed and printed once.
         ``setup`` calls it too (it must be cheap and idempotent).
         """
+
+    def load_task(self) -> str:
+        """How the training labels are read (:func:`mpiboost.data.load.load`'s ``task``): ``"binary"`` (-1/+1)
+        for ``labels = "signed"``, ``"multiclass"`` (class indices), or ``"regression"`` (numeric targets)."""
+        return "binary" if self.labels == "signed" else "multiclass"
 
     def accepts_weights(self) -> bool:
         """Whether this algorithm, with its parameters, trains on sample weights (default: ``takes_weights``)."""

@@ -64,10 +64,61 @@ class SoftmaxLoss(Loss):
         _tree.softmax_units(F, np.ascontiguousarray(init), target, shift, gh)
 
 
+@dataclass(frozen=True)
+class RegressionLoss(Loss):
+    """A regression objective of numeric targets ``y`` and one score ``F`` a row (LightGBM's definitions).
+
+    :meth:`gradients` gives every row's ``g`` and ``h`` at residual ``d = F - y``; ``renew``: the leaves of
+    each tree are then set to the ``alpha`` percentile of their rows' residuals ``y - F``
+    (:mod:`.percentile`), and the start is that percentile of the targets; else the start is the (weighted)
+    mean of the targets. ``metric``: what the validation rows measure.
+    """
+
+    renew: bool = False
+    metric: str = "rmse"
+
+    def gradients(self, d: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(g, h)`` of every row at residuals ``d = F - y``."""
+        if self.name == "regression":
+            g = d
+        elif self.name == "regression_l1":
+            g = np.sign(d)
+        elif self.name == "huber":
+            g = np.clip(d, -alpha, alpha)  # LightGBM's: d inside [-alpha, alpha], else alpha with d's sign
+        elif self.name == "quantile":
+            g = np.where(d >= 0, 1.0 - alpha, -alpha)
+        else:
+            raise ValueError(f"the {self.name} loss has no gradient")
+        return np.ascontiguousarray(g, dtype=np.float64), np.ones_like(d, dtype=np.float64)
+
+    def leaf_alpha(self, alpha: float) -> float:
+        """The percentile of the residuals a renewed leaf takes (0.5 for L1, ``alpha`` for quantile)."""
+        return 0.5 if self.name == "regression_l1" else float(alpha)
+
+    def loss(self, d: np.ndarray, alpha: float) -> np.ndarray:
+        """Every row's loss at residual ``d = F - y`` (what :attr:`metric` averages)."""
+        if self.metric == "rmse":
+            return d * d
+        if self.metric == "l1":
+            return np.abs(d)
+        if self.metric == "huber":
+            a = np.abs(d)
+            return np.where(a <= alpha, 0.5 * d * d, alpha * (a - 0.5 * alpha))
+        # the pinball loss of quantile alpha: the residual y - F = -d
+        return np.where(d <= 0, -alpha * d, (1.0 - alpha) * d)
+
+
 EXPONENTIAL = Loss("exponential", newton=False, link=None)  # AdaBoost's: fitted by reweighting
 LOGISTIC = LogisticLoss("logistic", newton=True, link="logistic")
 SOFTMAX = SoftmaxLoss("softmax", newton=True, link="softmax")
 LOSSES = {loss.name: loss for loss in (EXPONENTIAL, LOGISTIC, SOFTMAX)}
+# the regression objectives, by LightGBM's names: squared error, absolute error, Huber, quantile
+L2 = RegressionLoss("regression", newton=True, link=None, metric="rmse")
+L1 = RegressionLoss("regression_l1", newton=True, link=None, renew=True, metric="l1")
+HUBER = RegressionLoss("huber", newton=True, link=None, metric="huber")
+QUANTILE = RegressionLoss("quantile", newton=True, link=None, renew=True, metric="quantile")
+REGRESSION = {loss.name: loss for loss in (L2, L1, HUBER, QUANTILE)}
+METRIC_NAMES = {"rmse": "RMSE", "l1": "MAE", "huber": "Huber loss", "quantile": "quantile loss"}  # as printed
 
 
 def loss_of(params: dict, default: str = "exponential") -> Loss:

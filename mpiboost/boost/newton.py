@@ -56,6 +56,39 @@ class NewtonBoost:
     def __init__(self, data, proto, params: dict, K: int, seed: int = 0) -> None:
         self.data, self.proto, self.K = data, proto, int(K)
         self.loss = LOGISTIC if self.K == 1 else SOFTMAX
+        self._trees(params, seed)
+        sums = self._weight_sums(proto) if self.w is not None else None  # per class, then all: exact
+        total = sums[-1] if sums is not None else float(data.n_global)
+        # every row's |g| <= 1 (h too) times its weight: the units leave the sum of the weights room in int64
+        self.shift = gh_shift(max(int(data.n_global), int(math.ceil(total))))
+        self.scale = math.ldexp(1.0, -self.shift)
+        self.cls = np.ascontiguousarray(data.y, dtype=np.int32) if self.K > 1 else np.zeros(0, dtype=np.int32)
+        # -1/+1 labels, or class indices 0/1 (gbdt): +1 is the second class either way
+        self.sign = np.where(data.y > 0, 1, -1).astype(np.int8) if self.K == 1 else np.zeros(0, dtype=np.int8)
+        if self.K == 1:
+            self.target01 = (data.y > 0).astype(np.float64)
+        if self.w is not None:
+            # the start from the weighted class shares (LightGBM's boost_from_average with weights); exact sums
+            self.init = self.loss.start(sums[:-1], sums[-1])
+        else:
+            if self.K == 1:
+                local = np.array([np.count_nonzero(data.y > 0)], dtype=np.int64)
+            else:
+                local = np.bincount(np.asarray(data.y, dtype=np.int64), minlength=self.K).astype(np.int64)
+            counts = proto.reduce_counts(local)
+            self.init = self.loss.start(counts, int(data.n_global))
+
+    def _trees(self, params: dict, seed: int) -> None:
+        """What every Newton booster holds whatever its loss: the scores, weights, tree grower and sampling."""
+        data, proto = self.data, self.proto
+        n = data.n_local
+        self.F = np.zeros((n, self.K))
+        self.w = None if getattr(data, "weight", None) is None else np.ascontiguousarray(data.weight)
+        if self.w is not None:
+            whole = (self.w == np.floor(self.w)) & (self.w < 2.0**31)
+            self._w_whole, self._w_int = whole[:, None], np.where(whole, self.w, 0).astype(np.int64)[:, None]
+        self.gh = np.zeros((n, 2 * self.K + 1), dtype=np.int64)
+        self.gh[:, 2 * self.K] = 1
         self.lr = float(params["learning_rate"])
         self.grad_bins = int(params.get("grad_bins") or 0)
         self.bag_fraction = float(params.get("bagging_fraction") or 1.0)
@@ -68,33 +101,6 @@ class NewtonBoost:
             spec = TreeSpec(**{**spec.__dict__, "max_leaves": 2})  # a Newton stump
         self.spec = spec
         self.grower = TreeGrower(spec, proto, data.cols, data.bins.n_bins)
-        n = data.n_local
-        self.F = np.zeros((n, self.K))
-        self.w = None if getattr(data, "weight", None) is None else np.ascontiguousarray(data.weight)
-        sums = self._weight_sums(proto) if self.w is not None else None  # per class, then all: exact
-        total = sums[-1] if sums is not None else float(data.n_global)
-        # every row's |g| <= 1 (h too) times its weight: the units leave the sum of the weights room in int64
-        self.shift = gh_shift(max(int(data.n_global), int(math.ceil(total))))
-        self.scale = math.ldexp(1.0, -self.shift)
-        self.gh = np.zeros((n, 2 * self.K + 1), dtype=np.int64)
-        self.gh[:, 2 * self.K] = 1
-        self.cls = np.ascontiguousarray(data.y, dtype=np.int32) if self.K > 1 else np.zeros(0, dtype=np.int32)
-        # -1/+1 labels, or class indices 0/1 (gbdt): +1 is the second class either way
-        self.sign = np.where(data.y > 0, 1, -1).astype(np.int8) if self.K == 1 else np.zeros(0, dtype=np.int8)
-        if self.K == 1:
-            self.target01 = (data.y > 0).astype(np.float64)
-        if self.w is not None:
-            # the start from the weighted class shares (LightGBM's boost_from_average with weights); exact sums
-            self.init = self.loss.start(sums[:-1], sums[-1])
-            whole = (self.w == np.floor(self.w)) & (self.w < 2.0**31)
-            self._w_whole, self._w_int = whole[:, None], np.where(whole, self.w, 0).astype(np.int64)[:, None]
-        else:
-            if self.K == 1:
-                local = np.array([np.count_nonzero(data.y > 0)], dtype=np.int64)
-            else:
-                local = np.bincount(np.asarray(data.y, dtype=np.int64), minlength=self.K).astype(np.int64)
-            counts = proto.reduce_counts(local)
-            self.init = self.loss.start(counts, int(data.n_global))
         self._cache = None  # (tree, each local row's leaf) of the tree last grown
         self._q = None  # the quantized channels (grad_bins), reused every round
         self.started = False  # a tree (holding the start in its leaves) was added
@@ -119,6 +125,10 @@ class NewtonBoost:
         rows' weights (integers exactly; others rounded per row, the same on any rank)."""
         init = np.zeros(self.K) if self.started else self.init  # the start is in the first tree's leaves
         self.loss.units(self.F, init, self.target01 if self.K == 1 else self.cls, self.shift, self.gh)
+        self._weigh()
+
+    def _weigh(self) -> None:
+        """The units of ``gh`` times the rows' weights: integers exactly, others rounded per row."""
         if self.w is not None:
             g = self.gh[:, :2 * self.K]
             g[...] = np.where(self._w_whole, g * self._w_int, np.rint(g * self.w[:, None]).astype(np.int64))
@@ -204,14 +214,18 @@ class NewtonBoost:
                                  (B + 1) // 2, B, self._q, threads=_threads())
         return self._q, g_scale, h_scale
 
-    def apply(self, h: Hypothesis) -> int:
-        """Add the tree to the scores; the global count of training rows now misclassified."""
+    def leaves_of(self, h: Hypothesis) -> tuple[np.ndarray, np.ndarray]:
+        """(each local row's leaf, the leaf values times the coefficient) of round ``h``'s tree."""
         tree = h.stump
         if self._cache is not None and self._cache[0] is tree:
             leaf = self._cache[1]
         else:
             leaf = tree.leaves(self.data.cols)  # a replayed round (resume)
-        value = tree.value if h.coef == 1.0 else tree.value * h.coef
+        return leaf, (tree.value if h.coef == 1.0 else tree.value * h.coef)
+
+    def apply(self, h: Hypothesis) -> int:
+        """Add the tree to the scores; the global count of training rows now misclassified."""
+        leaf, value = self.leaves_of(h)
         wrong = _tree.add_leaves(self.F, np.ascontiguousarray(value), np.ascontiguousarray(leaf, dtype=np.int32),
                                  self.cls, self.sign)
         self.started = True

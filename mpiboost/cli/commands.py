@@ -241,6 +241,10 @@ def cmd_info(args: argparse.Namespace) -> int:
         n_classes = summary["n_classes"]
         if summary.get("unlabelled"):
             print("  labels      none (converted without labels: rows to score)")
+        elif summary.get("task") == "regression":
+            t = summary["target"]
+            print(f"  targets     numbers for regression: min {t['min']:.6g}, max {t['max']:.6g}, mean {t['mean']:.6g}, "
+                  f"std {t['std']:.6g} (y {summary['y_dtype']})")
         else:
             print(f"  labels      {labels} ({n_classes} class{'es' * (n_classes != 1)}; y {summary['y_dtype']})")
         if "domains" in summary:
@@ -307,6 +311,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if comm.is_center:
             check_outputs([("--out", args.out)], [("--model", args.model)] + [("--data", f) for f in args.data])
     model = _load_model(comm, args)
+    if args.proba and getattr(model, "is_regression", False):
+        raise InputError(f"--proba: {args.model} is a regression model: it predicts values, not class probabilities")
     if args.proba and getattr(model, "link", None) is None:
         raise InputError(f"--proba: {args.model} is a {model.algorithm} model without calibrated probabilities "
                          "(train with --loss logistic or --algo softmax; --scores gives its scores)")
@@ -324,7 +330,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             if args.contrib:
                 names = model.feature_names or [f"x{j}" for j in range(model.n_features)]
                 cols = [f"contrib_{n}" for n in names] + ["expected"]
-                blocks = [""] if model.output == "sign" else [f"_{lab.text(c)}" for c in model.classes]
+                blocks = [""] if model.output != "argmax" else [f"_{lab.text(c)}" for c in model.classes]
                 header = ",".join(f"{c}{b}" for b in blocks for c in cols)
             elif args.proba:
                 header = ",".join(f"proba_{lab.text(c)}" for c in model.classes)

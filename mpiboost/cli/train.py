@@ -14,6 +14,7 @@ import os
 from typing import Optional, Sequence
 
 from .. import log
+from ..boost.losses import METRIC_NAMES
 from ..errors import CollectiveError
 
 DESCRIPTION = (
@@ -53,10 +54,13 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                    help="hold out this fraction of the training rows (0 < F <= 0.5) as validation rows instead of "
                    "--valid: every (domain, class) group gives F of its rows, spread evenly over the files' order "
                    "(a seeded offset per group); the same split on any number of ranks")
-    p.add_argument("--valid-metric", choices=("error", "auc"), default="error",
+    from ..driver.validation import VALID_METRICS
+
+    p.add_argument("--valid-metric", choices=VALID_METRICS, default="error",
                    help="what the validation rows measure for --best-round, --early-stop and auto options: the "
                    "error (default) or, binary labels, the AUC (reported as 1 - AUC; a multi-task model's mean "
-                   "over its tasks): for imbalanced classes, where the majority vote is right on most rows")
+                   "over its tasks): for imbalanced classes, where the majority vote is right on most rows; a "
+                   "regression: its objective's metric (default) or rmse, l1, huber, quantile")
     p.add_argument("--best-round", action="store_true",
                    help="keep the model truncated to the round of lowest validation error (needs --valid or "
                    "--valid-fraction; implied by an option given as auto)")
@@ -524,10 +528,13 @@ def summary_line(s: dict, model_path: str) -> str:
         f"(load {sec['load']:.2f}, "
         + (f"selection {sec['selection']:.2f}, " if sec.get("selection", 0.0) >= 0.005 else "")
         + f"rounds {sec['rounds']:.2f}, communication {sec['communication']:.2f}); "
-        f"train error {s['train_error'] if s['train_error'] is not None else float('nan'):.4f}"
+        + (f"train {METRIC_NAMES[s['metric']]} {s['train_metric']:.6g}" if s.get("metric") else
+           f"train error {s['train_error'] if s['train_error'] is not None else float('nan'):.4f}")
     )
     if s.get("valid_error") is not None:
-        if s.get("valid_metric") == "auc":
+        if s.get("valid_metric") in METRIC_NAMES:
+            line += f", valid {METRIC_NAMES[s['valid_metric']]} {s['valid_error']:.6g}"
+        elif s.get("valid_metric") == "auc":
             line += f", valid AUC {1.0 - s['valid_error']:.4f}"
         else:
             line += f", valid error {s['valid_error']:.4f}"

@@ -6,7 +6,7 @@ A data file holds
 dataset    dtype                                           shape     meaning
 =========  ==============================================  ========  ================================
 ``X``      float32, float64, int8, uint8, int16, int32      (n, d)    features; NaN = missing
-``y``      int8, int16, int32                              (n,)      labels (see below)
+``y``      int8, int16, int32; float32, float64            (n,)      labels, or numeric targets (see below)
 ``domain`` int32 (any integer accepted)                    (n,)      optional domain / source / task id
 ``weight`` float32, float64                                 (n,)      optional sample weight, finite, >= 0
 =========  ==============================================  ========  ================================
@@ -19,6 +19,8 @@ readers allocate.
 Labels: with the attribute ``classes`` (a JSON list of label values, numbers
 or strings; :mod:`.labels`) ``y[i]`` is an index into that list; without it
 the integers of ``y`` are the label values themselves (-1/+1, 0/1, 1..7 ...).
+A float ``y`` (no ``classes`` attribute) holds numeric targets for regression
+(finite; ``mpiboost convert --task regression``): classifiers refuse it.
 
 File attributes (all optional): ``classes``, ``feature_names`` and
 ``domain_names`` (lists of strings), ``mpiboost_format`` (schema version), and
@@ -28,6 +30,7 @@ groups are ignored by the loader (generators keep ground truth under
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +47,7 @@ FORMAT_VERSION = 1
 X_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "uint8", "int16", "int32")}
 Y_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64")}
 Y_WRITE_DTYPES = (np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32))  # what the writers store
+TARGET_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))  # y of regression targets
 DOMAIN_DTYPES = {np.dtype(t) for t in ("int8", "int16", "int32", "int64", "uint8", "uint16")}
 CHUNK_BYTES = 1 << 20  # ~1 MiB of rows per HDF5 chunk
 # Most features of a data file (and of a model). Every feature costs a model
@@ -174,6 +178,11 @@ class FileInfo:
     classes: Optional[list] = None
     has_weight: bool = False  # a 'weight' dataset: each row's sample weight (finite, >= 0; checked when read)
 
+    @property
+    def is_target(self) -> bool:
+        """True if ``y`` holds numeric targets (a float dataset: regression), not class labels."""
+        return self.y_dtype.kind == "f"
+
 
 def inspect(path: str | os.PathLike) -> FileInfo:
     """Open ``path`` and validate its schema (shapes, dtypes, attributes).
@@ -228,8 +237,9 @@ def _inspect_open(f: Any, path: str) -> FileInfo:
             f"{path}: dataset 'X' has dtype {X.dtype}; expected one of "
             + ", ".join(sorted(str(t) for t in X_DTYPES))
         )
-    if _native(y.dtype) not in Y_DTYPES:
-        raise InputError(f"{path}: dataset 'y' has dtype {y.dtype}; expected int8/int16/int32/int64")
+    if _native(y.dtype) not in Y_DTYPES and _native(y.dtype) not in TARGET_DTYPES:
+        raise InputError(f"{path}: dataset 'y' has dtype {y.dtype}; expected int8/int16/int32/int64 (labels) or "
+                         "float32/float64 (regression targets)")
     if y.shape[0] != X.shape[0]:
         raise InputError(f"{path}: 'X' has {X.shape[0]} rows but 'y' has {y.shape[0]}")
     if X.shape[1] > MAX_FEATURES:
@@ -264,6 +274,8 @@ def _inspect_open(f: Any, path: str) -> FileInfo:
             f"{path}: attribute feature_names has {len(feature_names)} names for {X.shape[1]} features"
         )
     classes = None
+    if _labels.CLASSES_ATTR in f.attrs and _native(y.dtype) in TARGET_DTYPES:
+        raise InputError(f"{path}: dataset 'y' holds float targets, which a 'classes' attribute cannot index")
     if _labels.CLASSES_ATTR in f.attrs:
         try:
             classes = _labels.decode_attr(_read_attr(f, _labels.CLASSES_ATTR, path), path)
@@ -294,15 +306,25 @@ def _chunk_rows(d: int, itemsize: int) -> int:
 
 def _check_y_dtype(dtype: Any) -> np.dtype:
     t = np.dtype(dtype)
-    if t not in Y_WRITE_DTYPES:
-        raise InputError(f"unsupported y dtype {t} (int8, int16 or int32)")
+    if t not in Y_WRITE_DTYPES and t not in TARGET_DTYPES:
+        raise InputError(f"unsupported y dtype {t} (int8, int16 or int32; float32 or float64 for targets)")
     return t
 
 
 def _fits(y: np.ndarray, dtype: np.dtype) -> None:
     """Raise InputError if the values of ``y`` do not fit ``dtype`` (no silent wrap-around)."""
+    if dtype.kind == "f":
+        if y.dtype.kind not in "iuf":
+            raise InputError(f"targets y must be numbers, not {y.dtype}")
+        bad = np.flatnonzero(~np.isfinite(y.astype(np.float64, copy=False)))
+        if bad.size:
+            raise InputError(f"target y row {int(bad[0])} is {y[bad[0]]}: every target must be finite")
+        return
     if y.size == 0 or (y.dtype.kind in "iu" and np.can_cast(y.dtype, dtype)):
         return
+    if y.dtype.kind == "f" and np.all(np.isfinite(y)) and not np.all(y == np.round(y)):
+        raise InputError(f"labels y hold {y[np.flatnonzero(y != np.round(y))[0]]}, not a whole number: class "
+                         "labels are integers (numeric targets: a float y dtype)")
     lo, hi = y.min(), y.max()
     info = np.iinfo(dtype)
     if y.dtype.kind == "f" and not (np.isfinite(lo) and np.isfinite(hi)):
@@ -607,13 +629,15 @@ def write_dataset(
     beside the schema's datasets; ``weight``: each row's sample weight (the
     ``weight`` dataset). ``y_dtype`` (int8, int16 or int32) defaults
     to the smallest of them that holds the values of ``y`` (int8 for ±1 and
-    up to 128 classes). ``classes`` writes the ``classes`` attribute: ``y``
+    up to 128 classes); float64 (or float32) writes numeric regression targets. ``classes`` writes the ``classes`` attribute: ``y``
     then holds indices into that list of label values.
     """
     X = np.asarray(X)
     y = np.asarray(y)
     if y_dtype is None:
-        y_dtype = _smallest_y_dtype(y)
+        # float values that are not all whole numbers are regression targets; whole ones class labels
+        whole = y.dtype.kind != "f" or bool(np.all(np.isfinite(y) & (y == np.round(y))))
+        y_dtype = _smallest_y_dtype(y) if whole else np.dtype(np.float64)
     with DatasetWriter(
         path,
         X.shape[1],
@@ -676,6 +700,8 @@ def summarize(path: str | os.PathLike, chunk_rows: int = 1 << 18) -> dict:
     """
     h5py = _h5py()
     info = inspect(path)
+    if info.is_target:
+        return _summarize_targets(info, chunk_rows)
     labels: dict[int, int] = {}
     domains: dict[int, int] = {}
     missing = 0
@@ -725,4 +751,36 @@ def summarize(path: str | os.PathLike, chunk_rows: int = 1 << 18) -> dict:
     extra = {k: v for k, v in info.attrs.items() if k not in ("feature_names", "domain_names", _labels.CLASSES_ATTR)}
     if extra:
         out["attrs"] = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in extra.items()}
+    return out
+
+
+def _summarize_targets(info: FileInfo, chunk_rows: int) -> dict:
+    """:func:`summarize` of a file of regression targets: their count, range, mean and standard deviation."""
+    from .._ext import _exact
+
+    n, lo, hi, missing = 0, np.inf, -np.inf, 0
+    parts, squares = [], []
+    with open_read(info.path) as f:
+        for start in range(0, info.n, chunk_rows):
+            stop = min(info.n, start + chunk_rows)
+            y = read_rows(f, "y", start, stop, info.path).astype(np.float64)
+            if y.size:
+                lo, hi = min(lo, float(y.min())), max(hi, float(y.max()))
+                parts.append(_exact.partials(np.ascontiguousarray(y)))
+                squares.append(_exact.partials(np.ascontiguousarray(y * y)))
+            if info.x_dtype.kind == "f":
+                missing += int(np.isnan(read_rows(f, "X", start, stop, info.path)).sum())
+            n += stop - start
+    total = math.fsum(np.concatenate(parts)) if parts else 0.0
+    sq = math.fsum(np.concatenate(squares)) if squares else 0.0
+    mean = total / n if n else float("nan")
+    out = {
+        "file": info.path, "n": info.n, "d": info.d, "X_dtype": str(info.x_dtype), "y_dtype": str(info.y_dtype),
+        "task": "regression",
+        "target": {"min": lo if n else None, "max": hi if n else None, "mean": mean,
+                   "std": float(np.sqrt(max(sq / n - mean * mean, 0.0))) if n else None},
+        "labels": {}, "unlabelled": False, "classes": [], "n_classes": 0, "missing_values": missing,
+    }
+    if info.feature_names:
+        out["feature_names"] = info.feature_names
     return out

@@ -82,7 +82,7 @@ class Shard:
     """This rank's rows, binned, with what every rank knows about the whole data."""
 
     cols: Optional[np.ndarray]  # (d, n_local) uint8 bins, feature-major (load)
-    y: np.ndarray  # (n_local,) int8/int32
+    y: np.ndarray  # (n_local,) int8/int32 class codes; float64 targets when ``regression``
     domain: np.ndarray  # (n_local,) int32
     start: int  # global id of the first local row
     n_global: int
@@ -100,6 +100,7 @@ class Shard:
     weight: Optional[np.ndarray] = None  # (n_local,) float64 sample weights (>= 0); None: every row weighs 1
     extra: dict = field(default_factory=dict)  # further inputs of an algorithm, e.g. {"q_data": (X, domain)}
     file_rows: bool = False  # rows start..stop are those of the files, in order (as read; not a subset)
+    regression: bool = False  # y holds numeric targets (task "regression"), not class codes
 
     @property
     def n_local(self) -> int:
@@ -252,7 +253,15 @@ def _read_targets(comm, files, layout, start, stop, task, mode, classes=None, un
     list is the union of every rank's label values.
     """
     n_local = stop - start
-    raw = np.empty(n_local, dtype=np.int64)
+    if task in ("binary", "multiclass"):
+        targets = [f for f in files if getattr(f, "is_target", False)]
+        if targets:
+            raise CollectiveError(
+                f"{targets[0].path}: dataset 'y' holds numeric targets ({targets[0].y_dtype}), not class labels: "
+                "train a regression objective on it (--algo gbdt --objective regression), or convert the labels "
+                "with --task classification to use their values as classes")
+    regression = task == "regression"
+    raw = np.empty(n_local, dtype=np.float64 if regression else np.int64)
     domain = np.zeros(n_local, dtype=np.int32)
     segments = []  # (slice, file index, first file row)
     seen: set = set()
@@ -263,19 +272,22 @@ def _read_targets(comm, files, layout, start, stop, task, mode, classes=None, un
             segments.append((s, fi, r0))
             info = files[fi]
             fc = getattr(info, "classes", None)
-            if fc is not None:
+            if regression:
+                raw[s] = _target_values(arr["y"], fc, info, r0)
+            elif fc is not None:
                 bad = np.nonzero((arr["y"] < 0) | (arr["y"] >= len(fc)))[0]
                 if bad.size:
                     raise InputError(
                         f"{info.path}: dataset 'y' row {r0 + bad[0]}: {arr['y'][bad[0]]} is not an index into "
                         f"the file's {len(fc)} classes"
                     )
-            if task is not None and classes is None:
+            if task is not None and not regression and classes is None:
                 seen.update(lab.values_of(arr["y"], fc))
                 if len(seen) > lab.MAX_CLASSES:
                     raise InputError(
                         f"{info.path}: more than {lab.MAX_CLASSES} distinct labels by row {r0 + len(arr['y'])}: "
-                        "are these class labels?"
+                        "are these class labels? (numeric targets train a regression: --algo gbdt --objective "
+                        "regression)"
                     )
             if mode == "file":
                 domain[s] = fi
@@ -297,6 +309,8 @@ def _read_targets(comm, files, layout, start, stop, task, mode, classes=None, un
                 domain[s] = dom
     if task is None:
         return raw.astype(np.int32), domain, list(classes) if classes is not None else None
+    if regression:
+        return raw, domain, None
     if classes is None:
         every = comm.allgather(sorted(seen, key=lambda v: (isinstance(v, str), v))) if comm.size > 1 else [seen]
         try:
@@ -342,6 +356,26 @@ def _read_targets(comm, files, layout, start, stop, task, mode, classes=None, un
     return codes, domain, classes
 
 
+def _target_values(y: np.ndarray, file_classes, info, r0: int) -> np.ndarray:
+    """Regression targets of rows ``y`` of a file: float ``y`` itself, integer label values, or the numbers
+    a ``classes`` attribute lists (InputError for text labels or a value that is not finite)."""
+    if file_classes is not None:
+        if not all(lab.is_number(v) for v in file_classes):
+            text = next(v for v in file_classes if not lab.is_number(v))
+            raise InputError(f"{info.path}: the labels are text ({text!r} ...): a regression objective needs "
+                             "numeric targets")
+        bad = np.nonzero((y < 0) | (y >= len(file_classes)))[0]
+        if bad.size:
+            raise InputError(f"{info.path}: dataset 'y' row {r0 + bad[0]}: {y[bad[0]]} is not an index into "
+                             f"the file's {len(file_classes)} classes")
+        return np.asarray(file_classes, dtype=np.float64)[np.asarray(y, dtype=np.intp)]
+    out = np.asarray(y, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(out))
+    if bad.size:
+        raise InputError(f"{info.path}: dataset 'y' row {r0 + bad[0]}: target {out[bad[0]]} is not finite")
+    return out
+
+
 def read_weights(comm, files: Sequence[FileInfo], start: int, stop: int) -> Optional[np.ndarray]:
     """Collective: this rank's sample weights (rows ``[start, stop)``), or None where no file has any.
 
@@ -385,7 +419,7 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
             if len(set(names)) < len(names):
                 names = [f"{name}#{k}" for k, name in enumerate(names)]
     labels: dict = {}
-    if task is not None:
+    if task is not None and task != "regression":
         index = np.where(y == 1, 1, np.where(y == -1, 0, -1)) if task == "binary" else y
         local = np.bincount(index[index >= 0], minlength=len(classes)).astype(np.int64)
         labels = dict(zip(classes, comm.allreduce_int(local).tolist()))
@@ -407,6 +441,7 @@ def _shard(comm, files, layout, cols, y, domain, start, mode, bins, task, X=None
         classes=classes,
         file_rows=True,
         weight=weight,
+        regression=task == "regression",
     )
 
 
@@ -468,8 +503,8 @@ def load(
     task
         How ``Shard.y`` holds the labels (:mod:`mpiboost.data.labels`):
         ``"binary"`` (two classes, as -1/+1), ``"multiclass"`` (class indices
-        0..K-1, any number of classes) or ``None`` (labels not checked, e.g.
-        for prediction).
+        0..K-1, any number of classes), ``"regression"`` (the numeric targets
+        as float64) or ``None`` (labels not checked, e.g. for prediction).
     classes
         The class list the labels must belong to (a model's, for validation
         and evaluation data); ``None`` makes it the union of the files'

@@ -94,6 +94,7 @@ def memory_file(
     domain_names: Optional[Sequence[str]] = None,
     what: str = "X",
     weight: Any = None,
+    targets: bool = False,
 ) -> MemoryFile:
     """Collective: this rank's rows ``X`` (``n_local x d``), labels ``y`` and domain ids as a :class:`MemoryFile`.
 
@@ -116,6 +117,8 @@ def memory_file(
         The argument's name in messages (``"X"``, ``"valid"``).
     weight
         This rank's sample weights (finite, >= 0), one per row; ``None``: every row weighs 1.
+    targets
+        ``y`` holds numeric regression targets (kept as float64, as a file's float ``y``), not class labels.
 
     Returns
     -------
@@ -180,6 +183,15 @@ def memory_file(
             np.zeros(0, dtype=np.int64)
         if yl.shape[0] != n_local:
             problem = f"y on rank {rank}: {yl.shape[0]} labels for {n_local} rows"
+        elif targets:
+            if yl.dtype.kind not in "iuf":
+                problem = f"y on rank {rank}: a regression objective needs numeric targets, got dtype {yl.dtype}"
+            else:
+                local["y"] = yl.astype(np.float64)
+                bad = np.flatnonzero(~np.isfinite(local["y"]))
+                if bad.size:
+                    problem = (f"y on rank {rank} row {bad[0]} (global row {start + bad[0]}): target "
+                               f"{local['y'][bad[0]]} is not finite")
         else:
             try:
                 uniq, codes = np.unique(yl, return_inverse=True) if n_local else (np.zeros(0), np.zeros(0))
@@ -211,7 +223,7 @@ def memory_file(
         else:
             local["weight"] = wl.astype(np.float64)  # checked (finite, >= 0) when read, as a file's
     comm.check(not problem, problem)
-    return MemoryFile(path=PATH, n=n, d=d, x_dtype=dtype, y_dtype=np.dtype(np.int32),
+    return MemoryFile(path=PATH, n=n, d=d, x_dtype=dtype, y_dtype=np.dtype(np.float64 if targets else np.int32),
                       has_domain=bool(every[0]["domain"]), feature_names=feature_names,
                       domain_names=[str(v) for v in domain_names] if domain_names is not None else None,
                       classes=classes, local=local, local_start=start, blocks=counts,
@@ -259,6 +271,8 @@ def fingerprint_memory(comm, mf: MemoryFile) -> dict:
             tags = np.array([int.from_bytes(hashlib.sha256(repr(v).encode()).digest()[:8], "little")
                              for v in mf.classes] or [0], dtype=np.uint64)
             h = h + _mix(tags[mf.local["y"]] ^ np.uint64(0x5555))
+        elif mf.is_target:  # regression targets: their bits
+            h = h + _mix(np.ascontiguousarray(mf.local["y"], dtype=np.float64).view(np.uint64) ^ np.uint64(0x5555))
         if "domain" in mf.local:
             h = h + _mix(mf.local["domain"].astype(np.uint64) ^ np.uint64(0xAAAA))
         total = (_mix(h ^ rows)).sum(dtype=np.uint64) if n_local else np.uint64(0)

@@ -24,7 +24,7 @@ from ..model import Model
 from .algorithm import MAX_ROUNDS, _with, auto_params, make_algorithm  # noqa: F401
 from .inputs import _Inputs, _check_task, load_aligned_rows, load_inputs  # noqa: F401
 from .validation import (  # noqa: F401
-    MAX_VALID_FRACTION, VALID_METRICS, _class_index, _subset, _valid_auc_loss, _valid_error, _validation_source,
+    MAX_VALID_FRACTION, VALID_METRICS, _class_index, resolve_metric, _subset, _valid_auc_loss, _valid_error, _validation_source,
     auc, check_validation, split_valid, valid_mask)
 from .resume import (  # noqa: F401
     check_resume, check_resume_params, checkpoint_record, comparable_params, replay, run_record, trust_record)
@@ -142,6 +142,7 @@ def train(
     _openmp.set_num_threads(n_threads)
     inputs = load_inputs(comm, algo, data, valid, seed=seed, dedicated_coordinator=dedicated_coordinator,
                          valid_fraction=valid_fraction, blocks=blocks)
+    valid_metric = resolve_metric(valid_metric, inputs.shard, algo)
     if valid_metric == "auc" and inputs.shard.n_classes != 2:
         raise CollectiveError(f"--valid-metric auc ranks two classes; the training data have {inputs.shard.n_classes}")
     inputs.valid_metric = valid_metric

@@ -32,6 +32,8 @@ class _Inputs:
 
 def _check_task(cls: type, shard: Shard) -> None:
     """The data must be of a kind the algorithm declares."""
+    if shard.regression:
+        return  # numeric targets: any values
     K = shard.n_classes
     shown = ", ".join(map(str, shard.classes[:8])) + (", ..." if K > 8 else "")
     files = ", ".join(os.path.basename(f.path) for f in shard.files[:4]) + (", ..." if len(shard.files) > 4 else "")
@@ -60,14 +62,14 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
         with comm.collective_guard():
             first = data[0] if isinstance(data[0], FileInfo) else inspect(data[0])
             check_same_columns(first, [v if isinstance(v, FileInfo) else inspect(v) for v in valid])
-    shard = load(comm, data, task="multiclass", dedicated_coordinator=dedicated_coordinator, seed=seed, keep_raw=raw,
-                 blocks=blocks)
+    task = algo.load_task()
+    shard = load(comm, data, task="regression" if task == "regression" else "multiclass",
+                 dedicated_coordinator=dedicated_coordinator, seed=seed, keep_raw=raw, blocks=blocks)
     _check_task(cls, shard)
     if shard.weight is not None and not algo.accepts_weights():
         takers = [n for n, c in boost.ALGORITHMS.items() if c.takes_weights]
         raise CollectiveError(f"the training data have sample weights, which {cls.name} does not take (yet): "
                               f"train {', '.join(takers)}, or drop the 'weight' dataset")
-    task = "binary" if cls.labels == "signed" else "multiclass"
     if task == "binary":
         shard.y = lab.signed(shard.y)
     vshard = None
@@ -75,13 +77,14 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
         shard, vshard = split_valid(comm, shard, valid_fraction, seed)
         _check_task(cls, shard)
         present = [c for c, k in shard.label_counts.items() if k > 0]  # global counts: every rank agrees
-        if len(present) < 2:
+        if len(present) < 2 and not shard.regression:
             raise InputError(f"--valid-fraction {valid_fraction} leaves the training rows one class "
                              f"({present[0] if present else None!r}): too few rows of the others to hold some out")
     elif valid:
         # a validation row of a class the training rows lack counts as an error (no model predicts it)
-        vshard = load(comm, valid, task=task, classes=shard.classes, unseen={},
-                      dedicated_coordinator=dedicated_coordinator, bins=shard.bins, keep_raw=raw)
+        vshard = load(comm, valid, task=task, classes=None if task == "regression" else shard.classes,
+                      unseen=None if task == "regression" else {}, dedicated_coordinator=dedicated_coordinator,
+                      bins=shard.bins, keep_raw=raw)
     for p in cls.parameters:
         if p.type is list and algo.params.get(p.name):
             # Files of extra rows (MultiBoost's --q-data): read raw, domains matched to the training domains

@@ -42,6 +42,7 @@ def summarize(comm, proto, algo: Algorithm, model: Model, inputs: _Inputs, *, st
         "threads": threads,
         "train_error": last.get("train_error"),
         "valid_error": last.get("valid_error"),
+        **({"metric": metric_of(model), "train_metric": last.get("train_metric")} if model.is_regression else {}),
         "warning": chance_warning(last.get("train_error"), shard, algo, model),
         "seconds": {
             **seconds,
@@ -56,6 +57,13 @@ def summarize(comm, proto, algo: Algorithm, model: Model, inputs: _Inputs, *, st
         "bytes_all_ranks": {"sent": int(all_ranks[0]), "received": int(all_ranks[1])},
         "bytes_rounds_all_ranks": int(all_ranks[2]),  # sent during the rounds (no loading, binning, setup)
     }
+
+
+def metric_of(model: Model) -> str:
+    """The training metric of a regression model: its objective's (rmse, l1, huber, quantile)."""
+    from ..boost.losses import REGRESSION
+
+    return REGRESSION[model.params["objective"]].metric
 
 
 def chance_warning(train_error: Optional[float], shard, algo: Algorithm, model: Model) -> Optional[str]:

@@ -40,8 +40,8 @@ def valid_mask(shard: Shard, fraction: float, seed: int, comm) -> np.ndarray:
     order, and the split depends only on the global order and the seed, not
     on how the rows are spread over the ranks.
     """
-    K = shard.n_classes
-    group = shard.domain.astype(np.int64) * K + _class_index(shard.y)
+    K = 1 if shard.regression else shard.n_classes  # regression: stratified by domain alone
+    group = shard.domain.astype(np.int64) * K + (0 if shard.regression else _class_index(shard.y))
     n_groups = max(1, shard.n_domains) * K
     counts = np.bincount(group, minlength=n_groups).astype(np.int64)
     table = comm.allgather_array(counts) if comm.size > 1 else counts[None, :]
@@ -63,10 +63,12 @@ def _subset(shard: Shard, keep: np.ndarray, comm) -> Shard:
     n = int(table[:, 0].sum())
     domain = shard.domain[keep]
     dcounts = comm.allreduce_int(np.bincount(domain, minlength=shard.n_domains).astype(np.int64))
-    index = _class_index(shard.y[keep])
-    classes = shard.classes if shard.classes is not None else [-1, 1]
-    local = np.bincount(index[index >= 0], minlength=len(classes)).astype(np.int64)
-    labels = dict(zip(classes, comm.allreduce_int(local).tolist()))
+    labels: dict = {}
+    if not shard.regression:
+        index = _class_index(shard.y[keep])
+        classes = shard.classes if shard.classes is not None else [-1, 1]
+        local = np.bincount(index[index >= 0], minlength=len(classes)).astype(np.int64)
+        labels = dict(zip(classes, comm.allreduce_int(local).tolist()))
     return Shard(
         cols=None if shard.cols is None else np.ascontiguousarray(shard.cols[:, keep]),
         weight=None if shard.weight is None else np.ascontiguousarray(shard.weight[keep]),
@@ -87,6 +89,7 @@ def _subset(shard: Shard, keep: np.ndarray, comm) -> Shard:
         timings=dict(shard.timings),
         classes=shard.classes,
         extra=shard.extra,
+        regression=shard.regression,
     )
 
 
@@ -102,7 +105,8 @@ def split_valid(comm, shard: Shard, fraction: float, seed: int) -> tuple[Shard, 
     return train_part, valid_part
 
 
-VALID_METRICS = ("error", "auc")
+REGRESSION_METRICS = ("rmse", "l1", "huber", "quantile")  # the regression objectives' (boost.losses)
+VALID_METRICS = ("error", "auc", *REGRESSION_METRICS)
 
 
 def auc(scores: np.ndarray, y: np.ndarray) -> float:
@@ -155,6 +159,12 @@ def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Proto
     if scorer is None:
         return None
     scorer.update()
+    if scorer.model.is_regression:
+        from ..boost.regression import regression_metric
+
+        alpha = float((scorer.model.params or {}).get("alpha") or 0.9)
+        return regression_metric(proto, scorer.metric, scorer.scores - vshard.y, alpha, vshard.weight,
+                                 int(vshard.n_global))
     if getattr(scorer, "metric", "error") == "auc":
         return _valid_auc_loss(scorer, vshard, proto)
     if scorer.model.takes_task:
@@ -167,6 +177,22 @@ def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Proto
         return float(np.mean(wrong[has] / rows[has])) if has.any() else 0.0
     wrong = scorer.errors(vshard.y)
     return proto.reduce_counts(np.array([wrong]))[0] / vshard.n_global
+
+
+def resolve_metric(valid_metric: str, shard: Shard, algo) -> str:
+    """The validation metric of a run: a regression run's "error" is its objective's metric (RMSE for
+    squared error, L1, Huber, quantile), and only regression runs take those (CollectiveError otherwise)."""
+    if shard.regression:
+        if valid_metric == "error":
+            from ..boost.losses import REGRESSION
+
+            return REGRESSION[algo.params["objective"]].metric
+        if valid_metric not in REGRESSION_METRICS:
+            raise CollectiveError(f"--valid-metric {valid_metric} scores classes; a regression run takes "
+                                  f"{', '.join(REGRESSION_METRICS)}")
+    elif valid_metric in REGRESSION_METRICS:
+        raise CollectiveError(f"--valid-metric {valid_metric} scores numeric targets; a classifier takes error or auc")
+    return valid_metric
 
 
 def check_validation(algorithm: str, params: Optional[dict], *, valid: Optional[Sequence[str]],

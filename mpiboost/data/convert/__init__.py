@@ -110,7 +110,6 @@ __all__ = ["ConvertResult", "add_arguments", "convert_amazon", "convert_csv", "c
 _CSV_ONLY = (
     ("--label-column", "label_column"),
     ("--no-label", "no_label"),
-    ("--task", "task"),
     ("--recipe", "recipe"),
     ("--encoding", "encoding"),
     ("--domain-column", "domain_column"),
@@ -188,9 +187,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "error naming the line (e.g. --encoding latin-1)"
     )
     csv_opts.add_argument(
-        "--task", choices=("auto", "classification"), default=None,
-        help="classification: the label's values are classes even if they are many numbers (auto, the default, "
-        "warns when a numeric label has more than 30 values: a continuous target?)"
+        "--task", choices=("auto", "classification", "regression"), default=None,
+        help="(csv, libsvm, parquet, npy) regression: the label is a numeric target, written as numbers (for "
+        "--algo gbdt --objective regression); classification: the label's values are classes even if they are many numbers; auto (the "
+        "default) refuses a numeric label of more than 30 values (a continuous target?) and asks for one of them"
     )
     csv_opts.add_argument(
         "--domain-column", metavar="C", help="domain column: name or 0-based index (default: none)"
@@ -333,17 +333,19 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--format {fmt} converts one input file, got {len(inputs)}: {' '.join(inputs)}")
     if args.labels is not None and fmt != "npy":
         raise InputError("--labels: only for --format npy")
+    if args.task is not None and fmt == "amazon":
+        raise InputError("--task: not for --format amazon (its labels are the reviews' classes)")
     if fmt == "parquet":
         from .csvfile import _split_list
         from .tables import convert_table
 
         result = convert_table(inputs[0], args.out, label_column=args.label_column, no_label=bool(args.no_label),
                                drop_columns=_split_list(args.drop_columns, "--drop-columns"), dtype=args.dtype,
-                               recipe=read_recipe(args.recipe, "parquet") if args.recipe else None)
+                               recipe=read_recipe(args.recipe, "parquet") if args.recipe else None, task=args.task)
     elif fmt == "npy":
         from .tables import convert_npy
 
-        result = convert_npy(inputs[0], args.out, labels=args.labels, dtype=args.dtype)
+        result = convert_npy(inputs[0], args.out, labels=args.labels, dtype=args.dtype, task=args.task)
     elif fmt == "libsvm":
         result = convert_libsvm(
             inputs[0],
@@ -353,6 +355,7 @@ def run(args: argparse.Namespace) -> int:
             dtype=args.dtype,
             compression=compression,
             limit=args.limit,
+            task=args.task or "auto",
         )
     elif fmt == "csv":
         recipe = _recipe(args, inputs[0]) if args.recipe else {}
@@ -382,7 +385,7 @@ def run(args: argparse.Namespace) -> int:
             keep_domain_feature=bool(_given_or(args.keep_domain_feature, recipe, "keep_domain_feature", False)),
             drop_columns=_given_or(args.drop_columns, recipe, "drop_columns", None),
             no_label=bool(args.no_label) or bool(recipe.get("_no_label")),
-            task=args.task or "auto",
+            task=_given_or(args.task, recipe, "task", "auto"),
             encoding=_given_or(args.encoding, recipe, "encoding", None),
             categories=recipe.get("categories") if args.recipe and not (args.categorical or args.categories_in)
             else None,

@@ -2,6 +2,7 @@
 label counts, value checks, chunk sizes and the checks made before parsing."""
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Optional, Sequence, Union
@@ -63,6 +64,7 @@ class ConvertResult:
     n_domains: Optional[int]
     seconds: float
     domain_counts: Optional[dict] = None
+    targets: Optional[dict] = None  # a regression file's targets: n, min, max, mean
 
     def summary(self) -> str:
         """One human-readable line about the conversion."""
@@ -75,6 +77,9 @@ class ConvertResult:
         if self.domain_counts and len(self.domain_counts) <= 12:
             doms += " (" + ", ".join(f"{k}: {v:,}" for k, v in self.domain_counts.items()) + ")"
         labels = f"labels {labels}" if items else "no labels (rows to score)"
+        if self.targets:
+            t = self.targets
+            labels = f"numeric targets {t['min']:.6g} .. {t['max']:.6g} (mean {t['mean']:.6g})"
         return (
             f"converted {self.source}: {self.n:,} rows x {self.d} features ({self.x_dtype}), "
             f"{labels}{doms} -> {self.out} in {self.seconds:.2f} s"
@@ -189,6 +194,10 @@ class _LabelMap:
         numbers = self._numbers if is_text else self._numbers | {value}
         n_classes = len(self._tokens) + 1 if is_text else len(numbers)
         if n_classes > _labels.MAX_CLASSES or len(self._tokens) >= _LABEL_TOKENS_MAX:
+            if not is_text:
+                raise _Invalid(f"label '{text}': more than {_labels.MAX_CLASSES} distinct numbers: a continuous "
+                               "target? give --task regression to keep them as numbers (for --algo gbdt "
+                               "--objective regression)")
             raise _Invalid(f"label '{text}': more than {_labels.MAX_CLASSES} distinct labels{self._hint}")
         code = self._tokens[text] = len(self._tokens)
         self._numbers, self._text = numbers, is_text
@@ -205,6 +214,74 @@ class _LabelMap:
             table = index
             file_classes = classes
         return _Resolved(classes, index, table, _labels.y_dtype(classes), file_classes)
+
+
+MANY_NUMERIC_CLASSES = 30  # beyond this many numeric label values, a continuous target is the likelier reading
+
+
+def refuse_continuous(where: str, values, task: str) -> None:
+    """``--task auto`` (the default): a label of more than :data:`MANY_NUMERIC_CLASSES` distinct numbers is
+    refused (InputError naming ``where``), not silently made that many classes."""
+    values = list(values)
+    numeric = all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in values)
+    if task == "auto" and numeric and len(values) > MANY_NUMERIC_CLASSES:
+        raise InputError(f"{where} has {len(values)} distinct numeric values: a continuous target? give --task "
+                         "regression to keep them as numbers (for --algo gbdt --objective regression), or --task "
+                         "classification to make each value a class")
+
+
+class _TargetMap:
+    """Label tokens as numeric regression targets (``--task regression``): each token read as a float.
+
+    The same interface as :class:`_LabelMap` (never deferred): ``y`` is written as float64 as it is read.
+    An empty, missing or non-numeric label, or one that is not finite, is ``_Invalid`` (naming the row).
+    """
+
+    deferred = False
+    code_dtype = np.dtype(np.float64)
+    matched = True
+
+    def __init__(self, strip: Optional[str] = None) -> None:
+        self._strip = strip or None
+
+    def map_all(self, tokens: Sequence[str]) -> list[float]:
+        return [self.lookup(t) for t in tokens]
+
+    def lookup(self, token: str) -> float:
+        text = token.strip()
+        text = text.strip(self._strip) if self._strip else text
+        if text in LABEL_MISSING:
+            what = "empty" if not text else f"'{text}', a missing value"
+            raise _Invalid(f"the target is {what}: every row needs one (drop the rows without one)")
+        try:
+            v = float(text)
+        except ValueError:
+            raise _Invalid(f"target '{text}' is not a number (--task regression)") from None
+        if not math.isfinite(v):
+            raise _Invalid(f"target '{text}' is not finite")
+        return v
+
+
+class _TargetCounts:
+    """Running count, range and sum of the targets written (``--task regression``)."""
+
+    deferred = False
+
+    def __init__(self) -> None:
+        self.n, self.lo, self.hi, self.total = 0, math.inf, -math.inf, 0.0
+
+    def add(self, y: np.ndarray) -> None:
+        if y.size:
+            self.n += int(y.size)
+            self.lo, self.hi = min(self.lo, float(y.min())), max(self.hi, float(y.max()))
+            self.total += float(np.sum(y, dtype=np.float64))
+
+    def as_dict(self, resolved=None) -> dict:
+        """No class counts: a regression file's targets are numbers (see :meth:`describe`)."""
+        return {}
+
+    def describe(self) -> dict:
+        return {"n": self.n, "min": self.lo, "max": self.hi, "mean": self.total / self.n if self.n else None}
 
 
 @dataclass

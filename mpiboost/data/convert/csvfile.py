@@ -42,8 +42,11 @@ from .common import (
     _Invalid,
     _LabelMap,
     _Retry,
+    _TargetCounts,
+    _TargetMap,
     _value_max,
     _warn_unmatched,
+    refuse_continuous,
 )
 from . import arrowcsv
 from .domainmap import _DomainMap
@@ -537,8 +540,7 @@ def _feature_permutation(where: str, have: Optional[list], want: Optional[Sequen
     return [have.index(c) for c in want]
 
 
-MANY_NUMERIC_CLASSES = 30  # beyond this many numeric label values, a continuous target is the likelier reading
-TASKS = ("auto", "classification")
+TASKS = ("auto", "classification", "regression")
 
 
 def _check_label_values(name: str, column: str, counts: dict, task: str, by_default: bool) -> None:
@@ -550,11 +552,7 @@ def _check_label_values(name: str, column: str, counts: dict, task: str, by_defa
         raise InputError(f"{name}: the label column '{column}' (the first column: the default) holds one value, "
                          f"{value!r}, in all {n:,} rows: nothing to learn; give --label-column (or --no-label for "
                          "rows to score)")
-    numeric = all(isinstance(k, (int, float)) and not isinstance(k, bool) for k in present)
-    if task == "auto" and numeric and len(present) > MANY_NUMERIC_CLASSES:
-        log.warning(f"{name}: the label column '{column}' has {len(present)} distinct numeric values, each a class: "
-                    "is it a continuous target? mpiboost classifies (give --task classification to confirm, or bin "
-                    "the target into classes first)")
+    refuse_continuous(f"{name}: the label column '{column}'", present, task)
 
 
 def _default_label(t: "_Table", label_column, no_label: bool) -> Optional[str]:
@@ -893,8 +891,13 @@ def convert_csv(
     dmap = _DomainMap(domain_map) if domain_map is not None else None
     opts = _ReadOptions(delim, header, given_names, skip_lines, comment_char, encoding or "utf-8-sig")
     drop_spec = _split_list(drop_columns, "--drop-columns")
-    labels = _LabelMap(positive_label, numeric=False, strip=label_strip, hint=CAP_HINT)
-    counts = _Counts(labels.deferred)
+    if task == "regression" and positive_label is not None:
+        raise InputError("--positive-label makes binary classes; not with --task regression (numeric targets)")
+    if task == "regression":
+        labels, counts = _TargetMap(label_strip), _TargetCounts()
+    else:
+        labels = _LabelMap(positive_label, numeric=False, strip=label_strip, hint=CAP_HINT)
+        counts = _Counts(labels.deferred)
     dcounts = _DomainCounts()
 
     cats: dict[str, list[str]] = {}
@@ -981,6 +984,7 @@ def convert_csv(
             "drop_columns": sorted(t.key(c) for c in dropped) or None,
             "categories": {key: list(values) for key, values in categorical_cols.values()} or None,
             "unknown_category": unknown_category, "dtype": str(x_dtype), "feature_names": feature_names,
+            **({"task": task} if task == "regression" else {}),
         }, sort_keys=True)
         if no_label:
             attrs["unlabelled"] = 1  # y holds zeros: rows to score, not to train or evaluate on
@@ -1001,6 +1005,7 @@ def convert_csv(
             attrs=attrs,
             compression=compression,
             deferred_y=labels.deferred and not no_label,
+            y_dtype=np.float64 if task == "regression" and not no_label else np.int8,
         ) as w:
             if use_arrow:
                 parsed = _arrow_parsed(path, t, parser, delim, limit)
@@ -1024,7 +1029,7 @@ def convert_csv(
             if labels.deferred and not no_label:
                 resolved = labels.resolve()
                 w.relabel(resolved.table, resolved.y_dtype, classes=resolved.file_classes)
-            if not no_label:  # before the file is kept
+            if not no_label and task != "regression":  # before the file is kept
                 _check_label_values(name, columns[label], counts.as_dict(resolved), task,
                                     label_column is None and positive_label is None)
             if categories_out is not None:
@@ -1041,6 +1046,7 @@ def convert_csv(
     return ConvertResult(
         name, os.fspath(out), n, d, str(x_dtype), {} if no_label else counts.as_dict(resolved), n_domains, seconds,
         domain_counts=dcounts.as_dict(domain_names) if domain is not None else None,
+        targets=counts.describe() if isinstance(counts, _TargetCounts) else None,
     )
 
 

@@ -19,6 +19,9 @@ from .common import (
     _check_value,
     _chunk_rows,
     _Counts,
+    _TargetCounts,
+    _TargetMap,
+    refuse_continuous,
     _Invalid,
     _LabelMap,
     _Retry,
@@ -240,6 +243,7 @@ def convert_libsvm(
     dtype: str = "float32",
     compression: Optional[str] = None,
     limit: Optional[int] = None,
+    task: str = "auto",
 ) -> ConvertResult:
     """Convert a LIBSVM/svmlight file to an HDF5 data file.
 
@@ -265,6 +269,8 @@ def convert_libsvm(
         HDF5 compression of the datasets.
     limit : int, optional
         Convert only the first ``limit`` rows.
+    task : {"auto", "classification", "regression"}
+        ``"regression"``: the labels are numeric targets, written as float64 (LIBSVM regression sets).
 
     Returns
     -------
@@ -283,10 +289,15 @@ def convert_libsvm(
     if n_features is not None and n_features > MAX_FEATURES:
         raise InputError(f"--n-features {n_features:,} is above the most features a data file has ({MAX_FEATURES:,})")
     name = os.fspath(path)
+    if task == "regression" and positive_label is not None:
+        raise InputError("--positive-label makes binary classes; not with --task regression (numeric targets)")
+
+    def label_map():
+        return _TargetMap() if task == "regression" else _LabelMap(positive_label, numeric=True, hint=CAP_HINT)
 
     if n_features is None:
         # Validates everything too, so pass 2 cannot fail on the same data.
-        scan = _LibsvmParser(name, _LabelMap(positive_label, numeric=True, hint=CAP_HINT), None, x_dtype)
+        scan = _LibsvmParser(name, label_map(), None, x_dtype)
         top, n_rows = 0, 0
         with _Source(path) as src, _Progress(src, "scanning"):
             # common.CHUNK_ROWS read at call time (as _chunk_rows does): one setting sizes both passes.
@@ -303,14 +314,15 @@ def convert_libsvm(
     else:
         d = int(n_features)
 
-    labels = _LabelMap(positive_label, numeric=True, hint=CAP_HINT)
+    labels = label_map()
     parser = _LibsvmParser(name, labels, d, x_dtype)
-    counts = _Counts(labels.deferred)
+    counts = _TargetCounts() if task == "regression" else _Counts(labels.deferred)
     resolved = None
     attrs = {"source": os.path.basename(name), "source_format": "libsvm"}
     with _Source(path) as src, _Progress(src, "converting"):
         with DatasetWriter(
-            out, d, x_dtype=x_dtype, attrs=attrs, compression=compression, deferred_y=labels.deferred
+            out, d, x_dtype=x_dtype, attrs=attrs, compression=compression, deferred_y=labels.deferred,
+            y_dtype=np.float64 if task == "regression" else np.int8,
         ) as w:
             for batch in _libsvm_batches(src, _chunk_rows(d, x_dtype), limit):
                 y, rows, cols, vals = parser.parse(batch)
@@ -322,10 +334,12 @@ def convert_libsvm(
                 raise InputError(f"{name}: no data rows")
             if labels.deferred:
                 resolved = labels.resolve()
+                refuse_continuous(f"{name}: the label", resolved.classes, task)
                 w.relabel(resolved.table, resolved.y_dtype, classes=resolved.file_classes)
             n = w.n
     _warn_unmatched(labels, positive_label)
     return ConvertResult(
-        name, os.fspath(out), n, d, str(x_dtype), counts.as_dict(resolved), None, time.perf_counter() - t0
+        name, os.fspath(out), n, d, str(x_dtype), counts.as_dict(resolved), None, time.perf_counter() - t0,
+        targets=counts.describe() if task == "regression" else None,
     )
 

@@ -18,7 +18,7 @@ import numpy as np
 from ...errors import InputError
 from .. import labels as lab
 from ..format import write_dataset
-from .common import ConvertResult, PathLike
+from .common import ConvertResult, PathLike, refuse_continuous
 
 
 def _read_table(path: PathLike):
@@ -54,9 +54,36 @@ def _labels(name: str, y: np.ndarray) -> tuple[np.ndarray, list, dict]:
     return codes, classes, {c: int(k) for c, k in zip(classes, np.bincount(codes, minlength=len(classes)))}
 
 
+def _targets(name: str, y: np.ndarray) -> tuple[np.ndarray, dict]:
+    """``--task regression``: the label values as float64 targets and their summary (InputError naming a row
+    that is missing, not a number or not finite)."""
+    try:
+        t = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        bad = next(i for i, v in enumerate(y.tolist()) if not lab.is_number(v))
+        raise InputError(f"{name}: the target of row {bad} is {y[bad]!r}, not a number (--task regression)") from None
+    bad = np.flatnonzero(~np.isfinite(t))
+    if bad.size:
+        raise InputError(f"{name}: the target of row {bad[0]} is missing or not finite")
+    return t, {"n": int(t.size), "min": float(t.min()), "max": float(t.max()), "mean": float(t.mean())}
+
+
+def _write_labelled(name, out, X, y, task, **kw) -> tuple[dict, Optional[dict]]:
+    """Write ``X`` with labels ``y`` (class codes, or float targets for ``task = "regression"``); (class counts,
+    targets' summary)."""
+    if task == "regression":
+        t, summary = _targets(name, y)
+        write_dataset(out, X, t, y_dtype=np.float64, **kw)
+        return {}, summary
+    codes, classes, counts = _labels(name, y)
+    refuse_continuous(f"{name}: the label", classes, task)
+    write_dataset(out, X, codes, classes=classes, **kw)
+    return counts, None
+
+
 def convert_table(path: PathLike, out: PathLike, *, label_column: Optional[str] = None, no_label: bool = False,
                   drop_columns: Optional[Sequence[str]] = None, dtype: str = "float32",
-                  recipe: Optional[dict] = None) -> ConvertResult:
+                  recipe: Optional[dict] = None, task: Optional[str] = None) -> ConvertResult:
     """A Parquet / Arrow file to an HDF5 data file (module docstring); ``recipe``: a training file's."""
     t0 = time.perf_counter()
     name = os.fspath(path)
@@ -85,6 +112,7 @@ def convert_table(path: PathLike, out: PathLike, *, label_column: Optional[str] 
     if not features:
         raise InputError(f"{name}: no feature columns")
     cats = dict(recipe.get("categories") or {})
+    task = task or recipe.get("task") or "auto"
     X = np.empty((len(frame), len(features)), dtype=np.dtype(dtype))
     for j, c in enumerate(features):
         col = frame[c]
@@ -111,20 +139,22 @@ def convert_table(path: PathLike, out: PathLike, *, label_column: Optional[str] 
     attrs = {"source": os.path.basename(name), "source_format": "parquet",
              "recipe": json.dumps({"format": "parquet", "label_column": label_column, "drop_columns": drop or None,
                                    "categories": {c: cats[c] for c in features if c in cats} or None,
-                                   "feature_names": features, "dtype": str(np.dtype(dtype))}, sort_keys=True)}
+                                   "feature_names": features, "dtype": str(np.dtype(dtype)),
+                                   **({"task": "regression"} if task == "regression" else {})}, sort_keys=True)}
+    targets = None
     if no_label:
         attrs["unlabelled"] = 1
         write_dataset(out, X, np.zeros(len(frame), dtype=np.int8), feature_names=features, attrs=attrs)
         counts: dict = {}
     else:
-        codes, classes, counts = _labels(name, frame[label_column].to_numpy(dtype=object))
-        write_dataset(out, X, codes, feature_names=features, attrs=attrs, classes=classes)
+        counts, targets = _write_labelled(name, out, X, frame[label_column].to_numpy(dtype=object), task,
+                                          feature_names=features, attrs=attrs)
     return ConvertResult(name, os.fspath(out), len(frame), len(features), str(np.dtype(dtype)), counts, None,
-                         time.perf_counter() - t0)
+                         time.perf_counter() - t0, targets=targets)
 
 
 def convert_npy(path: PathLike, out: PathLike, *, labels: Optional[PathLike] = None,
-                dtype: str = "float32") -> ConvertResult:
+                dtype: str = "float32", task: Optional[str] = None) -> ConvertResult:
     """Rows of a ``.npy`` file (n, d), labels from ``labels`` (a ``.npy`` of n values; None: rows to score)."""
     t0 = time.perf_counter()
     name = os.fspath(path)
@@ -139,6 +169,7 @@ def convert_npy(path: PathLike, out: PathLike, *, labels: Optional[PathLike] = N
         r, j = np.argwhere(np.isinf(X))[0]
         raise InputError(f"{name}: row {r}, feature {j}: an infinite value (NaN marks a missing one)")
     attrs = {"source": os.path.basename(name), "source_format": "npy"}
+    targets = None
     if labels is None:
         attrs["unlabelled"] = 1
         write_dataset(out, X, np.zeros(len(X), dtype=np.int8), attrs=attrs)
@@ -150,7 +181,6 @@ def convert_npy(path: PathLike, out: PathLike, *, labels: Optional[PathLike] = N
             raise InputError(f"--labels {labels}: not a readable .npy file ({exc})") from None
         if y.shape != (len(X),):
             raise InputError(f"--labels {labels}: {y.shape} labels for {len(X)} rows (one a row, 1-D)")
-        codes, classes, counts = _labels(os.fspath(labels), y.astype(object))
-        write_dataset(out, X, codes, attrs=attrs, classes=classes)
+        counts, targets = _write_labelled(os.fspath(labels), out, X, y.astype(object), task or "auto", attrs=attrs)
     return ConvertResult(name, os.fspath(out), len(X), X.shape[1], str(X.dtype), counts, None,
-                         time.perf_counter() - t0)
+                         time.perf_counter() - t0, targets=targets)
