@@ -74,8 +74,8 @@ def write_task_files(comm: Comm, *, n: int, transfer_n: int, target_n: int) -> t
     """Collective: one small synthetic file per task of the algorithm contract, in a shared folder.
 
     Returns ``({task: path}, folder)``: ``binary`` (Long-Servedio), ``multiclass``
-    (4 classes), ``multi-domain`` (3 domains) and ``transfer`` (a target and 2
-    sources in a domain column).
+    (4 classes), ``multi-domain`` (3 domains), ``transfer`` (a target and 2
+    sources in a domain column) and ``regression`` (numeric targets, float ``y``).
     """
     import numpy as np
 
@@ -96,5 +96,11 @@ def write_task_files(comm: Comm, *, n: int, transfer_n: int, target_n: int) -> t
         for task, g in gens.items():
             fmt.write_dataset(paths[task], g.X, g.y, g.domain, domain_names=g.domain_names,
                               y_dtype=g.y.dtype if g.y.dtype != np.int64 else np.int32)
+        rng = np.random.default_rng(1)
+        X = rng.standard_normal((n, 6)).astype(np.float32)
+        X[rng.random(X.shape) < 0.03] = np.nan  # missing values, as the other sets have
+        Z = np.nan_to_num(X)
+        y = 2.0 * Z[:, 0] + np.sin(2.0 * Z[:, 1]) * Z[:, 2] + 0.3 * rng.standard_t(3, size=n)
+        fmt.write_dataset(paths["regression"], X, y, y_dtype=np.float64)
     comm.barrier()
     return paths, tmp

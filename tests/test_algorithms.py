@@ -41,6 +41,8 @@ def _task_params(cls, task: str) -> dict:
     params = {}
     if task == "transfer" and not cls.has("target_domain"):
         params["train_domain"] = "target"  # a baseline trained on the target rows only
+    if task == "regression":
+        params["objective"] = "regression"  # the declared choice that makes the run a regression
     if cls.has("high_error"):
         params["high_error"] = "clip"  # every round runs, so resuming after round 3 is a real test
     if cls.has("start_rounds"):
@@ -161,7 +163,8 @@ def test_resume_from_a_checkpoint_is_the_uninterrupted_model(task_data, name, ta
     assert again.to_json() == full.to_json()
 
 
-@pytest.mark.parametrize("name,task", sorted({(p.values[0], p.values[1]) for p in _cases()}))
+@pytest.mark.parametrize("name,task", sorted({(p.values[0], p.values[1]) for p in _cases()
+                                              if p.values[1] != "regression"}))  # targets are numbers, not text
 def test_labels_as_text_give_the_same_model_and_come_back(task_data, tmp_path_factory, name, task):
     """Every algorithm: text labels (a classes attribute) train the model of the integer labels and predict text."""
     import h5py

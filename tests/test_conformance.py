@@ -54,6 +54,9 @@ NEEDS = {
     "lam_grid": ({"lam": "auto"}, VALID_FRACTION),
 }
 TASK_OF = {"train_domain": "multi-domain"}  # a parameter whose values need data of this task
+# values of a parameter that need data of their own task (gbdt's objective: two classes, numeric targets)
+TASK_OF_VALUE = {("objective", "binary"): "binary", **{("objective", o): "regression" for o in
+                                                       ("regression", "regression_l1", "huber", "quantile")}}
 UNVARIED = {"vote"}  # SmoothBoost's vote has one value left (majority)
 # Pairs of non-default values that take a path of their own (trees with a loss or a relabelling).
 COMBINED = {
@@ -61,7 +64,9 @@ COMBINED = {
                  {"weak_learner": "tree", "loss": "logistic", "grad_bins": 4},
                  {"weak_learner": "tree", "loss": "logistic", "bagging_fraction": 0.6, "bagging_freq": 1}],
     "softmax": [{"grad_bins": 16}],
-    "gbdt": [{"bagging_fraction": 0.6, "bagging_freq": 2, "feature_fraction": 0.7}],
+    "gbdt": [{"bagging_fraction": 0.6, "bagging_freq": 2, "feature_fraction": 0.7},
+             {"objective": "huber", "alpha": 0.5}, {"objective": "quantile", "alpha": 0.3, "bagging_fraction": 0.6},
+             {"objective": "regression_l1", "grad_bins": 8}],
     "multiboost": [{"weak_learner": "tree", "loss": "logistic"}],
     "agnostic-batch": [{"weak_learner": "tree", "relabel": "random"}],
 }
@@ -92,11 +97,13 @@ def variants(cls) -> list:
             values = FREE_VALUES[p.name]  # a new free-text parameter must say here what to run it with
         needs, vf = NEEDS.get(p.name, ({}, None))
         for v in values:
-            out.append((f"{p.flag}={v}", {**enabling, **needs, p.name: v}, vf, TASK_OF.get(p.name, task)))
+            out.append((f"{p.flag}={v}", {**enabling, **needs, p.name: v}, vf,
+                        TASK_OF_VALUE.get((p.name, v), TASK_OF.get(p.name, task))))
         if p.grid:
             out.append((f"{p.flag}=auto", {**enabling, p.name: "auto"}, VALID_FRACTION, task))
     for params in COMBINED.get(cls.name, []):
-        out.append(("+".join(f"{k}={v}" for k, v in params.items()), dict(params), None, task))
+        out.append(("+".join(f"{k}={v}" for k, v in params.items()), dict(params), None,
+                    TASK_OF_VALUE.get(("objective", params.get("objective")), task)))
     return out
 
 

@@ -232,12 +232,16 @@ def test_labels_are_checked_at_conversion(tmp_path):
     proc = convert("c.csv")
     assert proc.returncode == 2 and "holds one value, 0, in all 120 rows" in proc.stderr
     assert not (tmp_path / "o.h5").exists()
-    # a continuous target: converted, with a warning that --task classification silences
+    # a continuous target: refused, naming --task regression and --task classification, which each convert it
     _csv(tmp_path / "d.csv", ["target", "x"], zip((x * 100).round(1), x.round(3)))
     proc = convert("d.csv")
-    assert proc.returncode == 0 and "distinct numeric values, each a class" in proc.stderr
+    assert proc.returncode == 2 and "distinct numeric values: a continuous target? give --task regression" \
+        in proc.stderr and "--task classification" in proc.stderr
+    assert not (tmp_path / "o.h5").exists()
     proc = convert("d.csv", "--task", "classification")
     assert proc.returncode == 0 and "distinct numeric values" not in proc.stderr
+    proc = convert("d.csv", "--task", "regression")
+    assert proc.returncode == 0 and "numeric targets" in proc.stdout
 
 
 def test_a_latin_1_header_is_refused_naming_the_line_or_read_with_its_encoding(tmp_path):
