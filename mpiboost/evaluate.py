@@ -152,6 +152,11 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
     K = model.n_classes
     cells = truth[known].astype(np.int64) * K + index[known]
     confusion = comm.allreduce_int(np.bincount(cells, minlength=K * K).astype(np.int64)).reshape(K, K)
+    weighted = None
+    if shard.weight is not None:  # the files' sample weights: the weighted error too (exact sums)
+        w = np.asarray(shard.weight, dtype=np.float64)
+        weighted = comm.sum_exact_grouped(np.concatenate([np.where(wrong, w, 0.0), w]),
+                                          np.repeat(np.array([0, 1], dtype=np.int32), w.size), 2)
     if task == "binary":
         all_scores = comm.gatherv(score[known]) if comm.size > 1 else score[known]
         all_y = comm.gatherv(shard.y[known]) if comm.size > 1 else shard.y[known]
@@ -167,6 +172,8 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
         report = class_report(confusion, model.classes)
         report.update(n=n, error=errors / n, accuracy=1 - errors / n)  # unseen labels count as errors
     report["classes"] = [lab.plain(c) for c in model.classes]
+    if weighted is not None and weighted[1] > 0:
+        report["weighted_error"] = float(weighted[0] / weighted[1])  # sum(w [wrong]) / sum(w)
     if hasattr(model, "feature_importances"):  # split counts, normalised, most used first (LightGBM's "split")
         imp = model.feature_importances_
         names = list(model.feature_names_in_)

@@ -1121,12 +1121,15 @@ class Scorer:
             return int(_multiclass.class_errors(self.scores, np.ascontiguousarray(y, dtype=np.int32)))
         return int(_weights.margin_errors(self.scores, self._signed(y)))
 
+    def wrong(self, y: np.ndarray) -> np.ndarray:
+        """Which of this rank's rows the model gets wrong (a boolean mask; ties as :meth:`errors`)."""
+        if self.model.output == "argmax":
+            return index_of_scores(self.scores) != np.asarray(y)
+        return np.where(self.scores >= 0, 1, -1) != self._signed(y)  # ties -> +1, as margin_errors
+
     def errors_by_group(self, y: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
         """This rank's wrong rows per group id (e.g. per task): int64 counts of length ``n_groups``."""
-        if self.model.output == "argmax":
-            wrong = index_of_scores(self.scores) != np.asarray(y)
-        else:
-            wrong = np.where(self.scores >= 0, 1, -1) != self._signed(y)  # ties -> +1, as margin_errors
+        wrong = self.wrong(y)
         return np.bincount(np.asarray(group, dtype=np.int64)[wrong], minlength=n_groups).astype(np.int64)
 
 

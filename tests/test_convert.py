@@ -301,7 +301,11 @@ def _reference_from_text(text, d):
     return np.array(X), y
 
 
-def test_csv_vectorized_path_agrees_with_row_checks():
+@pytest.mark.parametrize("weight", [None, 3], ids=["no-weight", "weight-column"])
+def test_csv_vectorized_path_agrees_with_row_checks(weight):
+    """The fast path accepts exactly the batches the row checks accept, with the same values; with a weight
+    column (the last here) its values are the weights, not a feature, and a missing, negative or text weight is
+    refused by both."""
     rng = np.random.default_rng(11)
     values = ["1", "2.5", "-3e2", " 4", "", "?", "NA", "NaN", "nan", "inf", "red", "1e300", "? "]
     for _ in range(300):
@@ -315,18 +319,25 @@ def test_csv_vectorized_path_agrees_with_row_checks():
 
         def parser():
             labels = convert._LabelMap(None, False)
-            return convert._CsvParser("f", 4, ["y", "a", "b", "c"], 0, None, False, labels, np.dtype(np.float32), "")
+            return convert._CsvParser("f", 4, ["y", "a", "b", "c"], 0, None, False, labels, np.dtype(np.float32), "",
+                                      weight=weight)
 
         try:
-            X, y, _ = parser()._fast(rows)
+            X, y, _, w = parser()._fast(rows)
         except convert._Retry:
             with pytest.raises(convert._BadRow):
                 parser()._check_rows(rows)
             continue
         parser()._check_rows(rows)
         missing = {"", "?", "NA", "NaN", "nan"}
-        ref = np.array([[np.nan if v.strip() in missing else float(v) for v in r[1:]] for r in rows], np.float32)
-        np.testing.assert_array_equal(X, ref)
+        ref = np.array([[np.nan if v.strip() in missing else float(v) for v in r[1:]] for r in rows], np.float64)
+        if weight is None:
+            np.testing.assert_array_equal(X, ref.astype(np.float32))
+            assert w is None
+        else:
+            np.testing.assert_array_equal(X, ref[:, :2].astype(np.float32))
+            np.testing.assert_array_equal(w, [float(r[weight]) for r in rows])
+            assert (w >= 0).all()
 
 
 # ----------------------------------------------------------------- CSV, small

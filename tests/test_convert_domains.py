@@ -342,7 +342,7 @@ def test_csv_categorical_vectorized_path_agrees_with_row_checks():
                                       np.dtype(np.float32), "", categorical={1: ("c", known)}, unknown=policy)
 
         try:
-            X, y, _ = parser()._fast(rows)
+            X, y, _, _ = parser()._fast(rows)
         except convert._Retry:
             with pytest.raises(convert._BadRow):
                 parser()._check_rows(rows)

@@ -127,3 +127,73 @@ def test_the_reweighting_algorithms_start_from_the_weights(algo, K):
         else:
             np.testing.assert_allclose(weighted.coef, repeated.coef, rtol=1e-12)
         assert not np.array_equal(weighted.coef, plain.coef)
+
+
+def test_convert_weight_column_gives_the_weight_dataset(tmp_path):
+    """CSV and Parquet --weight-column: the weights become the file's weight dataset (not a feature), the model is
+    the API's with weight=; a recipe takes the column where the file has it; a bad weight exits 2 naming the line."""
+    import h5py
+    import pandas as pd
+
+    X, y, w = _data(n=300)
+    path = tmp_path / "w.csv"
+    with open(path, "w") as f:
+        f.write("y,a,wt,b,c,d\n")
+        for i in range(len(y)):
+            f.write(f"{y[i]},{X[i, 0]:g},{w[i]:g},{X[i, 1]:g},{X[i, 2]:g},{X[i, 3]:g}\n")
+    out = tmp_path / "w.h5"
+    proc = run_cli(["convert", str(path), "--format", "csv", "--label-column", "y", "--weight-column", "wt",
+                    "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(out) as f:
+        np.testing.assert_array_equal(f["weight"][()], w)
+        assert [v.decode() if isinstance(v, bytes) else v for v in f.attrs["feature_names"]] == ["a", "b", "c", "d"]
+    params = ["train", "--algo", "gbdt", "--rounds", "5", "--quiet", "--grad-bins", "0"]
+    assert run_cli([*params, "--data", str(out), "--model", str(tmp_path / "m.h5")]).returncode == 0
+    api = mpiboost.train({"algo": "gbdt", "rounds": 5, "grad-bins": 0}, X.astype(np.float32), y, weight=w)
+    np.testing.assert_array_equal(Model.load(tmp_path / "m.h5").decision_function(X), api.decision_function(X))
+    # a file of the same columns without wt, converted by the recipe: no weights, the same features
+    with open(tmp_path / "new.csv", "w") as f:
+        f.write("y,a,b,c,d\n1,0,1,2,3\n0,1,1,1,1\n")
+    proc = run_cli(["convert", str(tmp_path / "new.csv"), "--format", "csv", "--recipe", str(out), "--out",
+                    str(tmp_path / "new.h5")])
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(tmp_path / "new.h5") as f:
+        assert "weight" not in f and f["X"].shape == (2, 4)
+    (tmp_path / "bad.csv").write_text("y,a,wt\n1,0.5,1\n0,0.2,-2\n")
+    proc = run_cli(["convert", str(tmp_path / "bad.csv"), "--format", "csv", "--label-column", "y", "--weight-column",
+                    "wt", "--out", str(tmp_path / "bad.h5")])
+    assert proc.returncode == 2 and "bad.csv:3: weight column 'wt': '-2'" in proc.stderr
+    assert not (tmp_path / "bad.h5").exists()
+    pd.DataFrame({"a": X[:, 0], "wt": w, "y": y}).to_parquet(tmp_path / "w.parquet")
+    proc = run_cli(["convert", str(tmp_path / "w.parquet"), "--format", "parquet", "--label-column", "y",
+                    "--weight-column", "wt", "--out", str(tmp_path / "p.h5")])
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(tmp_path / "p.h5") as f:
+        np.testing.assert_array_equal(f["weight"][()], w)
+        assert f["X"].shape == (len(y), 1)
+
+
+def test_weighted_validation_error_and_evaluate(tmp_path):
+    """Validation rows with weights: the error that picks rounds is sum(w [wrong]) / sum(w), numpy's on the
+    model's predictions; evaluate reports it as weighted_error beside the plain error."""
+    import json
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(1600, 4))
+    y = (X[:, 0] + rng.normal(size=1600) > 0).astype(int)
+    w = rng.uniform(0.1, 3.0, 400)
+    write_dataset(tmp_path / "tr.h5", X[:1200].astype(np.float32), y[:1200])
+    write_dataset(tmp_path / "va.h5", X[1200:].astype(np.float32), y[1200:], weight=w)
+    proc = run_cli(["train", "--algo", "gbdt", "--data", str(tmp_path / "tr.h5"), "--valid", str(tmp_path / "va.h5"),
+                    "--rounds", "15", "--model", str(tmp_path / "m.h5"), "--metrics", str(tmp_path / "m.jsonl"),
+                    "--quiet"])
+    assert proc.returncode == 0, proc.stderr
+    last = [json.loads(line) for line in open(tmp_path / "m.jsonl")][-2]
+    wrong = Model.load(tmp_path / "m.h5").predict(X[1200:].astype(np.float32)) != y[1200:]
+    assert last["valid_error"] == pytest.approx(np.sum(w * wrong) / np.sum(w), rel=1e-12)
+    assert abs(last["valid_error"] - wrong.mean()) > 1e-4  # the weights matter here
+    proc = run_cli(["evaluate", "--model", str(tmp_path / "m.h5"), "--data", str(tmp_path / "va.h5")])
+    report = json.loads(proc.stdout)
+    assert report["weighted_error"] == pytest.approx(np.sum(w * wrong) / np.sum(w), rel=1e-12)
+    assert report["error"] == pytest.approx(wrong.mean())

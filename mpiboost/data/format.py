@@ -390,6 +390,7 @@ class DatasetWriter:
         compression: Optional[str] = None,
         classes: Optional[Sequence] = None,
         deferred_y: bool = False,
+        with_weight: bool = False,
     ) -> None:
         h5py = _h5py()
         self.path = Path(path)
@@ -441,6 +442,12 @@ class DatasetWriter:
                 if with_domain
                 else None
             )
+            self._wt = (  # each row's sample weight, appended with the rows (a converter's weight column)
+                self._f.create_dataset("weight", shape=(0,), maxshape=(None,), dtype=np.float64,
+                                       chunks=(max(rows, 4096),), **kw)
+                if with_weight
+                else None
+            )
             self._f.attrs["mpiboost_format"] = FORMAT_VERSION
             if feature_names is not None:
                 if len(feature_names) != self.d:
@@ -461,7 +468,8 @@ class DatasetWriter:
         """True while ``y`` waits for :meth:`relabel`."""
         return self._codes_path is not None
 
-    def append(self, X: np.ndarray, y: np.ndarray, domain: Optional[np.ndarray] = None) -> None:
+    def append(self, X: np.ndarray, y: np.ndarray, domain: Optional[np.ndarray] = None,
+               weight: Optional[np.ndarray] = None) -> None:
         X = np.asarray(X)
         m = X.shape[0]
         if X.ndim != 2 or X.shape[1] != self.d:
@@ -478,6 +486,8 @@ class DatasetWriter:
             _fits(y, self.y_dtype)
         if self._dom is not None and (domain is None or len(domain) != m):
             raise InputError("this file has a domain column: pass a domain chunk of the same length")
+        if (self._wt is not None) != (weight is not None) or (weight is not None and len(weight) != m):
+            raise InputError("pass a weight chunk of the rows' length exactly when the writer has with_weight")
         stop = self.n + m
         try:
             self._X.resize(stop, axis=0)
@@ -490,6 +500,9 @@ class DatasetWriter:
             if self._dom is not None:
                 self._dom.resize(stop, axis=0)
                 self._dom[self.n : stop] = np.asarray(domain, dtype=np.int32)
+            if self._wt is not None:
+                self._wt.resize(stop, axis=0)
+                self._wt[self.n : stop] = np.asarray(weight, dtype=np.float64)
         except (OSError, RuntimeError) as exc:  # a disk that filled after the check, an I/O error
             from ..atomic import why
 

@@ -167,6 +167,8 @@ def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Proto
                                  int(vshard.n_global))
     if getattr(scorer, "metric", "error") == "auc":
         return _valid_auc_loss(scorer, vshard, proto)
+    if vshard.weight is not None:
+        return _weighted_error(scorer, vshard, proto)
     if scorer.model.takes_task:
         J = len(scorer.model.domain_names or []) or 1  # the model's tasks: the same on every rank
         task = np.asarray(vshard.domain, dtype=np.int64)
@@ -177,6 +179,20 @@ def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Proto
         return float(np.mean(wrong[has] / rows[has])) if has.any() else 0.0
     wrong = scorer.errors(vshard.y)
     return proto.reduce_counts(np.array([wrong]))[0] / vshard.n_global
+
+
+def _weighted_error(scorer: Scorer, vshard: Shard, proto: Protocol) -> float:
+    """Collective: the weighted validation error, sum(w [wrong]) / sum(w) from exact sums (a task model: the
+    mean of its tasks' weighted errors), as LightGBM weighs its metrics by a validation set's weights."""
+    w = np.asarray(vshard.weight, dtype=np.float64)
+    wrong = scorer.wrong(vshard.y)
+    J = (len(scorer.model.domain_names or []) or 1) if scorer.model.takes_task else 1
+    task = np.asarray(vshard.domain, dtype=np.int32) if J > 1 else np.zeros(w.size, dtype=np.int32)
+    sums = proto.reduce_stats(np.concatenate([np.where(wrong, w, 0.0), w]), np.concatenate([task, task + J]),
+                              2 * J)
+    bad, total = sums[:J], sums[J:]
+    has = total > 0
+    return float(np.mean(bad[has] / total[has])) if has.any() else 0.0
 
 
 def resolve_metric(valid_metric: str, shard: Shard, algo) -> str:

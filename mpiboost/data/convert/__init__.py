@@ -113,6 +113,7 @@ _CSV_ONLY = (
     ("--recipe", "recipe"),
     ("--encoding", "encoding"),
     ("--domain-column", "domain_column"),
+    ("--weight-column", "weight_column"),
     ("--delimiter", "delimiter"),
     ("--no-header", "no_header"),
     ("--names", "names"),
@@ -194,6 +195,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     csv_opts.add_argument(
         "--domain-column", metavar="C", help="domain column: name or 0-based index (default: none)"
+    )
+    csv_opts.add_argument(
+        "--weight-column", metavar="C",
+        help="(csv, parquet) a column of sample weights (finite numbers >= 0): written as the file's weight "
+        "dataset, not a feature (gbdt, softmax, adaboost and samme train on them)"
     )
     csv_opts.add_argument(
         "--drop-columns", metavar="C1,C2",
@@ -303,9 +309,16 @@ def read_recipe(path, fmt: str = "csv") -> dict:
 
 
 def _recipe(args: argparse.Namespace, source: str) -> dict:
-    """The recipe of ``--recipe``, with the label column made optional: absent from ``source``, no labels."""
+    """The recipe of ``--recipe``, with the label and weight columns made optional: absent from ``source``, no
+    labels (rows to score), no weights."""
     recipe = dict(read_recipe(args.recipe))
     label = recipe.get("label_column")
+    if recipe.get("weight_column") is not None and recipe.get("header", True):
+        from .csvfile import header_names
+
+        names = header_names(source, recipe)
+        if names is not None and recipe["weight_column"] not in names:
+            recipe["weight_column"] = None
     if args.label_column is None and not args.no_label and label is not None and recipe.get("header", True):
         from .csvfile import header_names
 
@@ -322,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
     compression = None if args.compression == "none" else args.compression
     inputs = [args.input] if isinstance(args.input, str) else list(args.input)
     fmt = args.format
-    table_ok = {"--label-column", "--no-label", "--drop-columns", "--recipe"}  # parquet takes these CSV options
+    table_ok = {"--label-column", "--no-label", "--drop-columns", "--recipe", "--weight-column"}  # parquet's too
     for only, options in (("csv", _CSV_ONLY), ("amazon", _AMAZON_ONLY)):
         given = _given(args, options) if fmt != only else []
         if fmt == "parquet" and only == "csv":
@@ -341,7 +354,8 @@ def run(args: argparse.Namespace) -> int:
 
         result = convert_table(inputs[0], args.out, label_column=args.label_column, no_label=bool(args.no_label),
                                drop_columns=_split_list(args.drop_columns, "--drop-columns"), dtype=args.dtype,
-                               recipe=read_recipe(args.recipe, "parquet") if args.recipe else None, task=args.task)
+                               recipe=read_recipe(args.recipe, "parquet") if args.recipe else None, task=args.task,
+                               weight_column=args.weight_column)
     elif fmt == "npy":
         from .tables import convert_npy
 
@@ -386,6 +400,7 @@ def run(args: argparse.Namespace) -> int:
             drop_columns=_given_or(args.drop_columns, recipe, "drop_columns", None),
             no_label=bool(args.no_label) or bool(recipe.get("_no_label")),
             task=_given_or(args.task, recipe, "task", "auto"),
+            weight_column=_given_or(args.weight_column, recipe, "weight_column", None),
             encoding=_given_or(args.encoding, recipe, "encoding", None),
             categories=recipe.get("categories") if args.recipe and not (args.categorical or args.categories_in)
             else None,

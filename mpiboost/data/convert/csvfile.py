@@ -257,8 +257,10 @@ class _CsvParser:
         unknown: str = "zero",
         categories_source: Optional[str] = None,
         drop: Iterable[int] = (),
+        weight: Optional[int] = None,
     ):
         self.name = name
+        self.weight = weight  # the sample-weight column (read as a number, not a feature), or None
         self.ncols = ncols
         self.columns = columns  # display name of every column
         self.label = label
@@ -270,7 +272,7 @@ class _CsvParser:
         self.labels = labels
         self.dtype = dtype
         self.vmax = _value_max(dtype)
-        dropped = set(drop)
+        dropped = set(drop) | ({weight} if weight is not None else set())
         self.features = [
             c for c in range(ncols) if c != label and (c != domain or keep_domain) and c not in dropped
         ]
@@ -278,6 +280,9 @@ class _CsvParser:
         self.unknown = unknown
         self.categories_source = categories_source
         self.numeric = [c for c in self.features if c not in self.cat]
+        self.n_feature_num = len(self.numeric)
+        if weight is not None:
+            self.numeric.append(weight)  # parsed with the numbers, last; split off in assemble
         self.n_num = len(self.numeric)
         self.num_pos: list[int] = []
         self.cat_pos: dict[int, int] = {}
@@ -362,12 +367,17 @@ class _CsvParser:
         if doms is not None:
             dom = np.asarray(each(self._domains, doms), dtype=np.int32)
             self.domain_ids.update(np.unique(dom).tolist())
+        w = None
+        if self.weight is not None:
+            w, num = num[:, -1].copy(), (num[:, :-1] if self.n_feature_num else None)
+            if not (np.isfinite(w) & (w >= 0)).all():
+                raise _Retry  # the row checks name the row
         if num is not None:
             ok = np.isnan(num) | (np.abs(num) <= self.vmax)
             if not ok.all():
                 raise _Retry
             if not self.cat:
-                return num.astype(self.dtype), y, dom
+                return num.astype(self.dtype), y, dom, w
         X = np.zeros((m, self.d), dtype=self.dtype)
         if num is not None:
             X[:, self._num_idx] = num
@@ -387,7 +397,7 @@ class _CsvParser:
                 blank |= unknown
             if blank.any():
                 X[blank, a : a + k] = np.nan
-        return X, y, dom
+        return X, y, dom, w
 
     @property
     def text_columns(self) -> list[int]:
@@ -440,6 +450,15 @@ class _CsvParser:
                     self.labels.lookup(row[self.label])
             except _Invalid as exc:
                 raise _BadRow(r, str(exc)) from None
+            if self.weight is not None:
+                tok = row[self.weight].strip()
+                try:
+                    v = float(tok)
+                except ValueError:
+                    v = float("nan")
+                if not (np.isfinite(v) and v >= 0):
+                    raise _BadRow(r, f"weight column {self.columns[self.weight]}: '{tok}' is not a finite number "
+                                  ">= 0 (every row needs its weight)")
             if self.domain is not None:
                 if self.domain_map is not None:
                     if self.domain_map.lookup(row[self.domain]) is None:
@@ -735,8 +754,12 @@ def convert_csv(
     categories: Optional[dict] = None,
     feature_order: Optional[Sequence[str]] = None,
     parser: str = "auto",
+    weight_column: Optional[ColumnSpec] = None,
 ) -> ConvertResult:
     """Convert a delimited text file (one row per record) to an HDF5 data file.
+
+    ``weight_column``: a column of sample weights (finite numbers >= 0), written as the ``weight`` dataset
+    and not a feature; an empty or bad weight is an error naming the line.
 
     ``parser``: ``"auto"`` reads a plain delimited UTF-8 file with pyarrow when it is installed (several times
     faster) and anything pyarrow might read differently, or refuses, with mpiboost's own parser, which names
@@ -925,6 +948,13 @@ def convert_csv(
         label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain_feature, drop_spec,
                                                    no_label)
         dropped = _dropped_columns(t, drop_spec, label, domain)
+        wcol = None
+        if weight_column is not None:
+            wcol = t.resolve(weight_column, "--weight-column")
+            if wcol in (label, domain) or wcol in dropped:
+                raise InputError(f"{t.where}: --weight-column {weight_column!r} is the label, the domain or a "
+                                 "dropped column")
+            features = [c for c in features if c != wcol]
         default_warning = _default_label(t, label_column, no_label)
         categorical_cols: dict[int, tuple[str, list[str]]] = {}
         what = f"from {cats_source}" if cats_source else "categorical"
@@ -932,6 +962,8 @@ def convert_csv(
             c = t.find_key(key, what)
             if c == label:
                 raise InputError(f"{t.where}: categorical column '{key}' ({what}) is the label column")
+            if c == wcol:
+                raise InputError(f"{t.where}: categorical column '{key}' ({what}) is the weight column")
             if c in dropped:
                 raise InputError(f"{t.where}: categorical column '{key}' ({what}) is dropped (--drop-columns)")
             if c == domain and not keep_domain_feature:
@@ -963,7 +995,7 @@ def convert_csv(
         parser = _CsvParser(
             name, t.ncols, columns, label, domain, domain_ints, labels, x_dtype, t.origin,
             categorical=categorical_cols, domain_map=dmap, keep_domain=keep_domain_feature,
-            unknown=unknown_category, categories_source=cats_source, drop=dropped,
+            unknown=unknown_category, categories_source=cats_source, drop=dropped, weight=wcol,
         )
         d = parser.d
         if d == 0:
@@ -985,6 +1017,7 @@ def convert_csv(
             "categories": {key: list(values) for key, values in categorical_cols.values()} or None,
             "unknown_category": unknown_category, "dtype": str(x_dtype), "feature_names": feature_names,
             **({"task": task} if task == "regression" else {}),
+            **({"weight_column": t.key(wcol)} if wcol is not None else {}),
         }, sort_keys=True)
         if no_label:
             attrs["unlabelled"] = 1  # y holds zeros: rows to score, not to train or evaluate on
@@ -1006,16 +1039,17 @@ def convert_csv(
             compression=compression,
             deferred_y=labels.deferred and not no_label,
             y_dtype=np.float64 if task == "regression" and not no_label else np.int8,
+            with_weight=wcol is not None,
         ) as w:
             if use_arrow:
                 parsed = _arrow_parsed(path, t, parser, delim, limit)
             else:
                 parsed = (parser.parse(lines, rows)
                           for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit))
-            for X, y, dom in parsed:  # a Fallback from pyarrow's batches discards the output (see the top)
+            for X, y, dom, wt in parsed:  # a Fallback from pyarrow's batches discards the output (see the top)
                 if perm is not None:
                     X = np.ascontiguousarray(X[:, perm])
-                w.append(X, y, dom)
+                w.append(X, y, dom, weight=wt)
                 counts.add(y)
                 if dom is not None:
                     dcounts.add(dom)

@@ -83,7 +83,8 @@ def _write_labelled(name, out, X, y, task, **kw) -> tuple[dict, Optional[dict]]:
 
 def convert_table(path: PathLike, out: PathLike, *, label_column: Optional[str] = None, no_label: bool = False,
                   drop_columns: Optional[Sequence[str]] = None, dtype: str = "float32",
-                  recipe: Optional[dict] = None, task: Optional[str] = None) -> ConvertResult:
+                  recipe: Optional[dict] = None, task: Optional[str] = None,
+                  weight_column: Optional[str] = None) -> ConvertResult:
     """A Parquet / Arrow file to an HDF5 data file (module docstring); ``recipe``: a training file's."""
     t0 = time.perf_counter()
     name = os.fspath(path)
@@ -98,10 +99,21 @@ def convert_table(path: PathLike, out: PathLike, *, label_column: Optional[str] 
         elif label_column is None:
             raise InputError(f"{name}: give --label-column (one of {', '.join(columns[:10])}) or --no-label")
     drop = list(drop_columns or recipe.get("drop_columns") or [])
-    for c in drop + ([label_column] if label_column else []):
+    if weight_column is None and recipe.get("weight_column") in columns:
+        weight_column = recipe["weight_column"]  # a recipe's weight column, where this file has it
+    for c in drop + ([label_column] if label_column else []) + ([weight_column] if weight_column else []):
         if c not in columns:
             raise InputError(f"{name}: no column named {c!r} (columns: {', '.join(columns[:10])})")
-    features = [c for c in columns if c != label_column and c not in drop]
+    if weight_column is not None and (weight_column == label_column or weight_column in drop):
+        raise InputError(f"{name}: --weight-column {weight_column!r} is the label or a dropped column")
+    features = [c for c in columns if c != label_column and c != weight_column and c not in drop]
+    weight = None
+    if weight_column is not None:
+        weight = frame[weight_column].to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = np.flatnonzero(~(np.isfinite(weight) & (weight >= 0)))
+        if bad.size:
+            raise InputError(f"{name}: row {bad[0]}, weight column {weight_column!r}: {weight[bad[0]]} is not a "
+                             "finite number >= 0")
     want = recipe.get("feature_names")
     if want is not None:
         missing, extra = [c for c in want if c not in features], [c for c in features if c not in want]
@@ -140,7 +152,8 @@ def convert_table(path: PathLike, out: PathLike, *, label_column: Optional[str] 
              "recipe": json.dumps({"format": "parquet", "label_column": label_column, "drop_columns": drop or None,
                                    "categories": {c: cats[c] for c in features if c in cats} or None,
                                    "feature_names": features, "dtype": str(np.dtype(dtype)),
-                                   **({"task": "regression"} if task == "regression" else {})}, sort_keys=True)}
+                                   **({"task": "regression"} if task == "regression" else {}),
+                                   **({"weight_column": weight_column} if weight_column else {})}, sort_keys=True)}
     targets = None
     if no_label:
         attrs["unlabelled"] = 1
@@ -148,7 +161,7 @@ def convert_table(path: PathLike, out: PathLike, *, label_column: Optional[str] 
         counts: dict = {}
     else:
         counts, targets = _write_labelled(name, out, X, frame[label_column].to_numpy(dtype=object), task,
-                                          feature_names=features, attrs=attrs)
+                                          feature_names=features, attrs=attrs, weight=weight)
     return ConvertResult(name, os.fspath(out), len(frame), len(features), str(np.dtype(dtype)), counts, None,
                          time.perf_counter() - t0, targets=targets)
 
