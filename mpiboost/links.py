@@ -50,4 +50,28 @@ class SoftmaxLink(Link):
         return f"multiclass num_class:{n_classes}"
 
 
+class ExponentialLink(Link):
+    """Binary votes of the exponential loss (AdaBoost): the loss is least at ``F = log(p / (1 - p)) / 2``
+    (Friedman, Hastie & Tibshirani 2000), so ``p = sigmoid(2 F)``: LightGBM's ``sigmoid:2``."""
+
+    def proba(self, score: np.ndarray) -> np.ndarray:
+        return LINKS["logistic"].proba(2.0 * (score[:, 0] if score.ndim == 2 else score))
+
+    def lightgbm_objective(self, n_classes: int) -> str:
+        return "binary sigmoid:2"
+
+
+class SammeLink(Link):
+    """K-class votes of SAMME's multiclass exponential loss: ``p_k`` proportional to ``exp(F_k / (K - 1))``
+    (Zhu, Zou, Rosset & Hastie 2009; scikit-learn's ``AdaBoostClassifier`` scales its votes alike)."""
+
+    def proba(self, score: np.ndarray) -> np.ndarray:
+        return LINKS["softmax"].proba(score / max(score.shape[1] - 1, 1))
+
+    def lightgbm_objective(self, n_classes: int) -> str:
+        return f"multiclass num_class:{n_classes}"
+
+
 LINKS = {"logistic": LogisticLink("logistic"), "softmax": SoftmaxLink("softmax")}
+# links of votes, used by predict_proba only (a model's stored link stays None: its scores are votes)
+VOTE_LINKS = {"exponential": ExponentialLink("exponential"), "samme": SammeLink("samme")}

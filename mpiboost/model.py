@@ -367,12 +367,49 @@ class Model:
         """Class probabilities (n, K) of a model with a logistic or softmax link, for feature-major bins."""
         return self.proba_of_scores(self.decision_binned(cols))
 
+    @property
+    def calibrated(self) -> bool:
+        """Whether :meth:`predict_proba` gives the probabilities a log-loss fitted (a logistic or softmax link),
+        rather than ones read off a vote (:meth:`proba_of_scores`)."""
+        return self.link in LINK_OF
+
     def proba_of_scores(self, score: np.ndarray) -> np.ndarray:
-        """Class probabilities (n, K) from :meth:`decision_binned`'s scores (logistic or softmax link)."""
+        """Class probabilities (n, K) from :meth:`decision_binned`'s scores.
+
+        A model with a link (the logistic loss, softmax, gbdt): its scores are log-odds, so the probabilities
+        are calibrated as the log-loss fits them. A vote without one: a weighted vote of the exponential loss
+        (AdaBoost, MultiBoost, the transfer and multi-task boosters) gives ``sigmoid(2 F)``, the link at which
+        that loss is least; a weighted class vote (SAMME) ``softmax(F / (K - 1))``; a majority vote the share
+        of the members voting for each class. These follow the training scores, not held-out frequencies:
+        they rank rows, but they are not calibrated (``mpiboost train --loss logistic`` is).
+        """
+        from .links import VOTE_LINKS
+
         if self.link in LINK_OF:
             return LINK_OF[self.link].proba(score)
         if self.is_regression:
             raise ValueError("a regression model predicts values, not class probabilities")
+        if self.vote == "majority":
+            total = float(np.sum(self.vote_coefficients()))
+            if self.output == "sign":
+                p1 = 0.5 * (1.0 + score / total) if total > 0 else np.full(score.shape, 0.5)
+                p = np.stack([1.0 - p1, p1], axis=1)
+            else:
+                p = score / total if total > 0 else np.full(score.shape, 1.0 / self.n_classes)
+        elif self.output == "sign":
+            p = VOTE_LINKS["exponential"].proba(score)
+        elif self.output == "argmax":
+            p = VOTE_LINKS["samme"].proba(score)
+        else:
+            p = None
+        if p is not None:
+            # a tied vote predicts the later class (predict's rule): that class one ulp ahead, so the argmax agrees
+            top = p.max(axis=1, keepdims=True)
+            tied = np.flatnonzero((p == top).sum(axis=1) > 1)
+            if tied.size:
+                last = p.shape[1] - 1 - np.argmax(p[tied, ::-1] == top[tied], axis=1)
+                p[tied, last] = np.nextafter(p[tied, last], np.inf)
+            return p
         raise ValueError(f"a model of {self.algorithm} (loss without a link) has no calibrated probabilities: "
                          "train it with --loss logistic, or use --algo softmax")
 
@@ -462,8 +499,8 @@ class Model:
     def predict_proba(self, X, domain=None) -> np.ndarray:
         """Class probabilities (n, K) of raw rows, in the order of :attr:`classes`.
 
-        Only for a model with a link (``--loss logistic``, softmax): its scores are log-odds, so the
-        probabilities are calibrated as the loss fits them. AdaBoost-family votes have no link: a ValueError.
+        Calibrated for a model with a link (``--loss logistic``, softmax, gbdt): its scores are log-odds; an
+        AdaBoost-family vote's are read off the vote (:meth:`proba_of_scores`), not calibrated.
         """
         cols, raw, task = self._rows(X, domain)
         return self.proba_of_scores(self.decision_binned(cols, raw, task))

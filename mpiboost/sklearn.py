@@ -31,10 +31,11 @@ Under ``mpiexec`` (SPMD)
     ``predict`` and ``score`` work on each rank's own rows, without communication.
 
 Probabilities
-    ``predict_proba`` exists where the fitted model has a link: the logistic loss
-    (``loss="logistic"``), ``GBDTClassifier`` and ``SoftmaxClassifier``; its probabilities are calibrated as the
-    log-loss fits them. The AdaBoost-style votes have no link (their scores are margins, not
-    log-odds): use ``decision_function`` to rank rows.
+    Every classifier has ``predict_proba``. Where the fitted model has a link (the logistic loss,
+    ``loss="logistic"``; ``GBDTClassifier``, ``SoftmaxClassifier``) they are calibrated as the log-loss
+    fits them. An AdaBoost-style vote's are read off the vote: ``sigmoid(2 F)`` for a weighted binary vote
+    (the exponential loss's link), ``softmax(F / (K - 1))`` for SAMME's class vote, the members' vote share
+    for a majority vote; they rank rows, but are not calibrated.
 """
 from __future__ import annotations
 
@@ -44,7 +45,6 @@ from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
@@ -363,26 +363,11 @@ class MpiboostClassifier(ClassifierMixin, _Estimator):
             score[tied, last] = np.nextafter(score[tied, last], np.inf)
         return score
 
-    def _has_proba(self) -> bool:
-        if hasattr(self, "model_"):
-            return self.model_.link is not None
-        from .boost.losses import LOSSES
-
-        cls = self._algorithm()
-        # the loss given, else the declared default, else the one loss the algorithm minimizes
-        name = getattr(self, "loss", None)
-        if name is None:
-            declared = [p for p in cls.parameters if p.name == "loss"]
-            name = declared[0].default if declared else (cls.losses[0] if len(cls.losses) == 1 else "")
-        loss = LOSSES.get(name or "")
-        return loss is not None and loss.link is not None
-
-    @available_if(_has_proba)
     def predict_proba(self, X, domain=None) -> np.ndarray:
-        """Class probabilities (n, K) in the order of ``classes_`` (models with a link only: module docstring)."""
+        """Class probabilities (n, K) in the order of ``classes_``: calibrated where the model has a link (the
+        logistic loss, gbdt, softmax), else read off the vote (module docstring)."""
         return self._call("predict_proba", X, domain)
 
-    @available_if(_has_proba)
     def predict_log_proba(self, X, domain=None) -> np.ndarray:
         """The log of :meth:`predict_proba`."""
         with np.errstate(divide="ignore"):
@@ -530,10 +515,6 @@ class OnlineClassifier(MpiboostClassifier):
         D = self._call("decision_function", X, None)
         return D[:, 1] - D[:, 0] if D.shape[1] == 2 else D
 
-    def _has_proba(self) -> bool:
-        return True
-
-    @available_if(_has_proba)
     def predict_proba(self, X, domain=None) -> np.ndarray:
         """D (n, k): the probabilities of the booster's randomised prediction (a vote, not a calibrated posterior)."""
         return self._call("predict_proba", X, None)

@@ -191,8 +191,8 @@ def test_predict_takes_raw_rows_and_refuses_bins_or_the_wrong_shape(tmp_path):
         model.predict(np.where(np.arange(5) == 1, np.inf, X))
     scores = model.decision_function(X)
     assert scores.shape == (200, 3)
-    with pytest.raises(ValueError):
-        model.predict_proba(X)  # a SAMME vote has no link: no probabilities to make up
+    p = model.predict_proba(X)  # a SAMME vote: softmax(F / (K - 1)), not calibrated
+    assert p.shape == (200, 3) and np.allclose(p.sum(axis=1), 1.0) and not model.calibrated
     logistic = mpiboost.train({"algo": "adaboost", "rounds": 5, "loss": "logistic", "weak-learner": "tree"},
                               X, np.where(y == "cat", 1, 0), comm=Comm(_mpi().COMM_SELF))
     p = logistic.predict_proba(X)

@@ -105,18 +105,42 @@ def test_clone_pipeline_grid_search_and_cross_validation():
     assert c.get_params() == grid.best_estimator_.get_params() and not hasattr(c, "model_")
 
 
-def test_probabilities_only_where_the_loss_has_a_link():
+@pytest.mark.parametrize("algo", sorted(n for n, c in ESTIMATORS.items() if c._algo and c.__mro__[1].__name__
+                                         == "MpiboostClassifier"))
+def test_every_classifier_has_probabilities_whose_argmax_is_predict(algo):
+    """Every batch classifier has predict_proba: rows summing to 1, in [0, 1], whose argmax is predict's class
+    (ties included); two classes or more as the algorithm takes them."""
+    cls = ESTIMATORS[algo]
+    X, y = _blobs(k=3 if "multiclass" in cls._algorithm().tasks and "binary" not in cls._algorithm().tasks else 2)
+    dom = np.arange(len(y)) % 3  # domains, sources (0: the target) or tasks, for the algorithms that use them
+    est = cls(rounds=12)
+    if "source_trust" in est.get_params():
+        est.set_params(source_trust="algorithm")  # the transfer vote itself, not a baseline chosen by folds
+    est.fit(X, y, domain=dom)
+    p = est.predict_proba(X, domain=dom)
+    assert p.shape == (len(y), len(est.classes_)) and np.allclose(p.sum(axis=1), 1) and (p >= 0).all()
+    np.testing.assert_array_equal(est.classes_[p.argmax(axis=1)], est.predict(X, domain=dom))
+
+
+def test_vote_probabilities_are_the_links_of_the_votes():
+    """A weighted binary vote (AdaBoost's exponential loss): sigmoid(2 F); SAMME's class vote:
+    softmax(F / (K - 1)); a majority vote: the share of the members voting +1; a log-loss model's: its link."""
     X, y = _blobs(k=2)
-    assert not hasattr(AdaBoostClassifier().fit(X, y), "predict_proba")  # a margin vote, not log-odds
+    ada = AdaBoostClassifier(rounds=20).fit(X, y)
+    F = ada.model_.decision_function(X)
+    np.testing.assert_allclose(ada.predict_proba(X)[:, 1], 1 / (1 + np.exp(-2 * F)), rtol=1e-12, atol=1e-15)
+    smooth = estimator("smoothboost", rounds=21).fit(X, y)
+    votes = smooth.model_.decision_function(X)
+    np.testing.assert_allclose(smooth.predict_proba(X)[:, 1], (1 + votes / 21) / 2, atol=1e-12)
+    X3, y3 = _blobs(k=3)
+    samme = SAMMEClassifier(rounds=20).fit(X3, y3)
+    F3 = samme.model_.decision_function(X3) / 2
+    want = np.exp(F3 - F3.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(samme.predict_proba(X3), want / want.sum(axis=1, keepdims=True), rtol=1e-12)
     est = AdaBoostClassifier(loss="logistic", weak_learner="tree", rounds=20).fit(X, y)
-    p = est.predict_proba(X)
-    assert p.shape == (len(y), 2) and np.allclose(p.sum(axis=1), 1)
-    np.testing.assert_array_equal(est.classes_[p.argmax(axis=1)], est.predict(X))
-    # before fit, from the declarations: a Newton loss (the given one, the default, or the only one) has a link
-    assert hasattr(estimator("gbdt"), "predict_proba") and hasattr(estimator("softmax"), "predict_proba")
-    assert not hasattr(estimator("smoothboost"), "predict_proba") and not hasattr(AdaBoostClassifier(), "predict_proba")
-    p = estimator("gbdt", rounds=10).fit(X, y).predict_proba(X)
-    assert p.shape == (len(y), 2) and np.allclose(p.sum(axis=1), 1)
+    np.testing.assert_allclose(est.predict_proba(X)[:, 1], 1 / (1 + np.exp(-est.model_.decision_function(X))),
+                               rtol=1e-12)
+    assert est.model_.calibrated and not ada.model_.calibrated
 
 
 def test_feature_importances_and_names_from_a_dataframe():

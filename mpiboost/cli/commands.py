@@ -313,9 +313,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     model = _load_model(comm, args)
     if args.proba and getattr(model, "is_regression", False):
         raise InputError(f"--proba: {args.model} is a regression model: it predicts values, not class probabilities")
-    if args.proba and getattr(model, "link", None) is None:
-        raise InputError(f"--proba: {args.model} is a {model.algorithm} model without calibrated probabilities "
-                         "(train with --loss logistic or --algo softmax; --scores gives its scores)")
+    if args.proba and not hasattr(model, "proba_of_scores"):
+        raise InputError(f"--proba: {args.model} is a {model.algorithm} model without class probabilities "
+                         "(--scores gives its scores)")
     if sum((args.proba, args.scores, args.contrib)) > 1:
         raise InputError("--proba, --scores and --contrib: give one")
     if args.contrib:
