@@ -5,6 +5,8 @@ the committed page is the generated one, so it cannot drift from the code).
 """
 from __future__ import annotations
 
+from .param import SAME
+
 import sys
 from pathlib import Path
 
@@ -50,7 +52,8 @@ def algorithms_markdown() -> str:
                 options.append(p.flag)
     names = list(ALGORITHMS)
     out += ["", "## Options by algorithm", "",
-            "Each cell is the option's default for that algorithm; an empty cell: not an option of that algorithm "
+            "Each cell is the option's default for that algorithm, and after a slash the paper's value where it "
+            "differs (what `--preset paper` takes); an empty cell: not an option of that algorithm "
             "(giving it is an error, exit code 2).", "",
             "| option | " + " | ".join(f"`{n}`" for n in names) + " |",
             "|---|" + "---|" * len(names)]
@@ -58,7 +61,7 @@ def algorithms_markdown() -> str:
         row = []
         for cls in ALGORITHMS.values():
             p = next((q for q in cls.parameters if q.cli and q.flag == flag), None)
-            row.append("" if p is None else _cell(p.default))
+            row.append("" if p is None else _cell(p.default) + ("" if p.paper is SAME else f" / {_cell(p.paper)}"))
         out.append(f"| `{flag}` | " + " | ".join(row) + " |")
     for name, cls in ALGORITHMS.items():
         caps = [c for c, on in (("needs a target and sources", cls.needs_target),
@@ -78,7 +81,8 @@ def algorithms_markdown() -> str:
                 other = cls.declared(p.when[0])
                 allowed = (allowed + "; " if allowed else "") + f"only with `{other.flag} {p.when[1]}`"
             beyond = " *(beyond)*" if p.origin == "beyond" else ""
-            out.append(f"| `{p.flag}`{beyond} | {kind} | {_cell(p.default)} | {allowed} | {p.help} |")
+            default = _cell(p.default) + ("" if p.paper is SAME else f" (paper: {_cell(p.paper)})")
+            out.append(f"| `{p.flag}`{beyond} | {kind} | {default} | {allowed} | {p.help} |")
     return "\n".join(out + _online_markdown()) + "\n"
 
 

@@ -68,6 +68,7 @@ def baseline_run(params: dict) -> tuple[str, dict]:
     """AdaBoost's name and parameters for a SmoothBoost run's ``params``: the same weak learner and options."""
     base = boost.get(BASELINE)
     out = {k: v for k, v in params.items() if k not in _OWN and v is not None and base.has(k)}
+    out["weak_learner"] = boost.own_weak_learner("smoothboost", params)  # SmoothBoost's, not AdaBoost's default
     # an option AdaBoost takes only with another's value (--beta with --search sample) goes where that is not so
     free = base.resolve({k: v for k, v in out.items() if base.declared(k).when is None})
     return BASELINE, {k: v for k, v in out.items()

@@ -14,6 +14,17 @@ import numpy as np
 
 ORIGINS = ("paper", "beyond")  # the algorithm's paper; or mpiboost's own, beyond the paper
 
+
+class _Same:
+    """The ``paper`` of a parameter whose default is its paper's value."""
+
+    def __repr__(self) -> str:
+        return "SAME"
+
+
+SAME = _Same()
+PRESETS = ("default", "paper")  # --preset: mpiboost's defaults, or every declared paper value
+
 _TYPES = (bool, int, float, str, list)
 
 
@@ -61,6 +72,10 @@ class Param:
         ``"paper"``: the parameter is the algorithm's paper's (its ``paper``
         declaration names it); ``"beyond"``: mpiboost's own, beyond the
         paper (trees, the logistic loss, validated choices, safeguards).
+    paper
+        The value the algorithm's paper uses, where mpiboost's default is
+        another (``--preset paper`` takes it); :data:`SAME` (the default):
+        the default is the paper's.
     """
 
     name: str
@@ -79,8 +94,19 @@ class Param:
     grid: Optional[tuple] = None
     rank_dependent: bool = False
     origin: str = "paper"
+    paper: Any = None  # replaced by SAME below (None is a value too); set it where the paper's value differs
 
     def __post_init__(self) -> None:
+        if self.paper is None:
+            object.__setattr__(self, "paper", SAME)
+        self._check()
+
+    @property
+    def paper_value(self) -> Any:
+        """The paper's value of this parameter (its default where the paper's is the default)."""
+        return self.default if self.paper is SAME else self.paper
+
+    def _check(self) -> None:
         if self.type not in _TYPES:
             raise TypeError(f"parameter {self.name}: type must be one of {_TYPES}")
         if self.origin not in ORIGINS:

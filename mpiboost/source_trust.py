@@ -121,6 +121,7 @@ def strategy_run(strategy: str, algorithm: str, params: dict, target: int, n_tar
         return algorithm, dict(params)
     base = boost.get(BASELINE)
     out = {k: v for k, v in params.items() if k not in _NOT_CARRIED and v is not None and base.has(k)}
+    out["weak_learner"] = boost.own_weak_learner(algorithm, params)  # the run's learner, not AdaBoost's default
     if grows_trees(out):
         leaf = int(out.get("min_data_in_leaf") or base.declared("min_data_in_leaf").default)
         if strategy == "pooled":

@@ -224,6 +224,6 @@ def test_many_classes_do_not_collapse(tmp_path):
 
     fixed, _ = accuracy("agnostic-batch", gamma=0.3)
     default, model = accuracy("agnostic-batch")
-    samme, _ = accuracy("samme")
+    samme, _ = accuracy("samme", weak_learner="stump")  # class stumps against class stumps
     assert fixed < 0.65 < default, (fixed, default)
     assert default > samme - 0.05, (default, samme)

@@ -56,8 +56,8 @@ def test_metrics_count_the_collective_calls_of_each_round(data, tmp_path):
 
     met = tmp_path / "met.jsonl"
     for n in (2, 0):
-        proc = run_cli(["train", "--algo", "adaboost", "--rounds", "4", "--data", str(data), "--model",
-                        str(tmp_path / "m.h5"), "--quiet", "--metrics", str(met)], n=n)
+        proc = run_cli(["train", "--algo", "adaboost", "--weak-learner", "stump", "--rounds", "4", "--data",
+                        str(data), "--model", str(tmp_path / "m.h5"), "--quiet", "--metrics", str(met)], n=n)
         assert proc.returncode == 0, proc.stderr
         rounds = [json.loads(ln) for ln in met.read_text().splitlines() if '"round"' in ln]
         assert len(rounds) == 4

@@ -357,8 +357,8 @@ def test_evaluate_reports_the_split_importance_of_the_features(tmp_path):
     assert run_cli(["convert", str(tmp_path / "t.csv"), "--format", "csv", "--out", str(tmp_path / "t.h5")]) \
         .returncode == 0
     model = str(tmp_path / "m.h5")
-    assert run_cli(["train", "--algo", "adaboost", "--rounds", "10", "--data", str(tmp_path / "t.h5"), "--model",
-                    model, "--quiet"]).returncode == 0
+    assert run_cli(["train", "--algo", "adaboost", "--weak-learner", "stump", "--rounds", "10", "--data",
+                    str(tmp_path / "t.h5"), "--model", model, "--quiet"]).returncode == 0
     report = json.loads(run_cli(["evaluate", "--model", model, "--data", str(tmp_path / "t.h5")]).stdout
                         .strip().splitlines()[-1])
     imp = report["feature_importance"]

@@ -118,11 +118,11 @@ def test_estimator_predict_pred_contrib_and_refusals():
     est = GBDTClassifier(rounds=8).fit(X, y)
     c = est.predict(X, pred_contrib=True)
     np.testing.assert_allclose(c.sum(axis=1), est.model_.decision_function(X), atol=1e-9)
-    stumps = mpiboost.train({"algo": "adaboost", "rounds": 3}, X, y)
+    stumps = mpiboost.train({"algo": "adaboost", "rounds": 3, "weak-learner": "stump"}, X, y)
     with pytest.raises(ValueError, match="stumps"):
         stumps.contributions(X)
     with pytest.raises(ValueError, match="stumps"):
-        AdaBoostClassifier(rounds=3).fit(X, y).predict(X, pred_contrib=True)
+        AdaBoostClassifier(rounds=3, weak_learner="stump").fit(X, y).predict(X, pred_contrib=True)
 
 
 def test_predict_contrib_on_the_command_line(tmp_path):
@@ -144,8 +144,8 @@ def test_predict_contrib_on_the_command_line(tmp_path):
     X32 = X.astype(np.float32).astype(np.float64)
     np.testing.assert_allclose(got, m.contributions(X32), rtol=1e-12, atol=1e-12)
     stumps = tmp_path / "s.h5"
-    assert main(["train", "--algo", "samme", "--data", str(data), "--rounds", "3", "--model", str(stumps),
-                 "--quiet"]) == 0
+    assert main(["train", "--algo", "samme", "--weak-learner", "stump", "--data", str(data), "--rounds", "3",
+                 "--model", str(stumps), "--quiet"]) == 0
     assert main(["predict", "--model", str(stumps), "--data", str(data), "--contrib", "--out",
                  str(tmp_path / "s.csv")]) == 2
     assert not (tmp_path / "s.csv").exists()  # refused before any work: nothing written

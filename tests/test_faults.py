@@ -376,7 +376,8 @@ def test_a_metrics_write_failing_mid_run_loses_the_metrics_only(work):
     out = work / "out"
     out.mkdir()
     met, model = out / "met.jsonl", out / "m.h5"
-    proc = _train(work, "--model", str(model), "--metrics", str(met), rounds=200, env={"PROBE_FSIZE": "32768"})
+    proc = _train(work, "--weak-learner", "stump", "--model", str(model), "--metrics", str(met), rounds=200,
+                  env={"PROBE_FSIZE": "32768"})  # stumps: the model of 200 rounds fits in the 32 KiB
     _refused(proc, f"the model was saved to {model}, but --metrics {met}: File too large", ranks=2)
     assert proc.stderr.count("mpiboost: warning:") == 1, proc.stderr
     assert f"warning: --metrics {met}: File too large; no longer written, training goes on" in proc.stderr

@@ -73,7 +73,7 @@ def test_same_model_as_the_reference(data, case):
     work, paths = data
     ref = REFERENCE["cases"][case]
     model = work / f"{case}.h5"
-    _run("train", *mk.expand(ref["args"], paths), "--model", model, "--quiet")
+    _run("train", *mk.expand(ref["args"], paths), "--preset", "paper", "--model", model, "--quiet")
     doc = json.loads(Model.load(model).to_json())
     if mk.core_hash(doc) == ref["core_sha256"]:
         return  # bit for bit

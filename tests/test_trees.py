@@ -64,7 +64,7 @@ def _model(d, name, data, *args):
 def test_two_leaf_error_tree_is_the_stump(files, algo):
     d, f = files
     same = ("--gamma", 0.02) if algo == "smoothboost" else ()  # its default gamma differs with trees
-    stump = _model(d, f"{algo}-stump", f["bin"][0], "--algo", algo, "--rounds", 25, *same)
+    stump = _model(d, f"{algo}-stump", f["bin"][0], "--algo", algo, "--rounds", 25, *same, "--weak-learner", "stump")
     tree = _model(d, f"{algo}-tree2", f["bin"][0], "--algo", algo, "--rounds", 25, *same, "--weak-learner", "tree",
                   "--max-leaves", 2, "--split-gain", "error", "--min-data-in-leaf", 0, "--min-child-weight", 0)
     for name in ("feature", "bin", "left", "right", "missing_left", "coef", "round"):
@@ -78,7 +78,8 @@ def test_legacy_weak_learner_spellings(files):
     d, f = files
     a = _model(d, "legacy", f["bin"][0], "--algo", "adaboost", "--rounds", 5, "--weak-learner", "sample",
                "--samples", 400)
-    b = _model(d, "new", f["bin"][0], "--algo", "adaboost", "--rounds", 5, "--search", "sample", "--samples", 400)
+    b = _model(d, "new", f["bin"][0], "--algo", "adaboost", "--rounds", 5, "--weak-learner", "stump", "--search",
+               "sample", "--samples", 400)
     assert a.params["weak_learner"] == "stump" and a.params["search"] == "sample"
     assert a.to_json().replace("legacy", "new") == b.to_json().replace("legacy", "new")
     assert _run("train", "--algo", "adaboost", "--data", f["bin"][0], "--weak-learner", "sample", "--search",
@@ -88,12 +89,12 @@ def test_legacy_weak_learner_spellings(files):
 CASES = {
     "adaboost-tree": ("bin", ["--algo", "adaboost", "--weak-learner", "tree", "--max-leaves", 6]),
     "logistic-tree": ("bin", ["--algo", "adaboost", "--loss", "logistic", "--weak-learner", "tree"]),
-    "logistic-stump": ("bin", ["--algo", "adaboost", "--loss", "logistic"]),
+    "logistic-stump": ("bin", ["--algo", "adaboost", "--loss", "logistic", "--weak-learner", "stump"]),
     "smoothboost-tree": ("bin", ["--algo", "smoothboost", "--weak-learner", "tree", "--max-depth", 3]),
-    "adaboost-stump": ("bin", ["--algo", "adaboost"]),
+    "adaboost-stump": ("bin", ["--algo", "adaboost", "--weak-learner", "stump"]),
     "softmax": ("multi", ["--algo", "softmax", "--max-leaves", 8]),
     "softmax-stump": ("multi", ["--algo", "softmax", "--weak-learner", "stump"]),
-    "samme": ("multi", ["--algo", "samme"]),
+    "samme": ("multi", ["--algo", "samme", "--weak-learner", "stump"]),
     "samme-tree": ("multi", ["--algo", "samme", "--weak-learner", "tree", "--max-leaves", 5]),
     "samme-tree-sample": ("multi", ["--algo", "samme", "--weak-learner", "tree", "--search", "sample",
                                     "--samples", 500]),
@@ -593,3 +594,17 @@ def test_quantized_first_tree_is_lightgbms_quantized_within_the_rounding(tmp_pat
     assert sorted(ours) == sorted(splits) and {f for f, _ in ours} == {0, 1}
     theirs = booster.predict(Xb, raw_score=True)
     np.testing.assert_allclose(model.decision_binned(cols), theirs, atol=1e-6)
+
+
+def test_class_trees_of_many_classes_keep_their_node_hessians(tmp_path):
+    """A class tree's node hessian sums its K channels: in floating point, since K int64 sums of up to 2**62
+    each wrapped negative (ten classes did), and the saved model was then refused on load and export."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1500, 4))
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 1], np.quantile(X[:, 0], np.linspace(0, 1, 11)[1:-1])).astype(np.int32)
+    fmt.write_dataset(tmp_path / "d10.h5", X, y)
+    m = _model(tmp_path, "k10", tmp_path / "d10.h5", "--algo", "samme", "--weak-learner", "tree", "--rounds", 5)
+    for t in m.trees:
+        assert np.isfinite(t.weight).all() and (t.weight > 0).all()
+        assert t.weight[0] == pytest.approx(10 * len(y), rel=1e-9)  # the root: every row, weight 1 per class
+    assert _run("export", "--model", tmp_path / "k10.h5", "--format", "json", "--out", tmp_path / "k10.json") == 0

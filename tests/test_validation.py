@@ -261,7 +261,8 @@ def test_valid_metric_auc_chooses_the_round_of_best_ranking(imbalanced, tmp_path
     models = {}
     for n in (1, 3):
         path = tmp_path / f"m{n}.h5"
-        proc = run_cli(["train", "--algo", "adaboost", "--data", str(imbalanced / "train.h5"), "--valid",
+        proc = run_cli(["train", "--algo", "adaboost", "--weak-learner", "stump", "--data",
+                        str(imbalanced / "train.h5"), "--valid",
                         str(imbalanced / "valid.h5"), "--valid-metric", "auc", "--best-round", "--rounds", "60",
                         "--model", str(path), "--quiet", "--threads", "1"], n=n, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -277,8 +278,8 @@ def test_valid_metric_auc_chooses_the_round_of_best_ranking(imbalanced, tmp_path
     assert info["best_error"] == pytest.approx(kept, abs=1e-12)
     assert info["best_error"] == min(info["curve"].values())
     # the error metric picks another round here (the majority class wins the error early)
-    proc = run_cli(["train", "--algo", "adaboost", "--data", str(imbalanced / "train.h5"), "--valid",
-                    str(imbalanced / "valid.h5"), "--best-round", "--rounds", "60", "--model",
+    proc = run_cli(["train", "--algo", "adaboost", "--weak-learner", "stump", "--data", str(imbalanced / "train.h5"),
+                    "--valid", str(imbalanced / "valid.h5"), "--best-round", "--rounds", "60", "--model",
                     str(tmp_path / "e.h5"), "--quiet", "--threads", "1"])
     assert proc.returncode == 0
     by_error = Model.load(tmp_path / "e.h5").info["validation"]

@@ -114,7 +114,7 @@ def test_the_reweighting_algorithms_start_from_the_weights(algo, K):
     the repeated rows' stumps and coefficients bit for bit (a power of two scales a row's weight exactly
     through every update); other integers the same stumps, coefficients to rounding."""
     X, y, w = _data(K=K)
-    params = {"algo": algo, "rounds": 12}
+    params = {"algo": algo, "rounds": 12, "weak-learner": "stump"}
     plain = mpiboost.train(params, X, y)
     for weights, exact in ((2.0 ** (w - 1), True), (w, False)):  # 1, 2, 4; then 1, 2, 3
         weighted = mpiboost.train(params, X, y, weight=weights)

@@ -6,7 +6,7 @@ tests all come from it. Adding an algorithm is one module plus one line here.
 """
 from .adaboost import AdaBoost
 from .agnostic_batch import AgnosticBatch
-from .base import Algorithm, Hypothesis, Param, check_declarations
+from .base import PRESETS, Algorithm, Hypothesis, Param, check_declarations
 from .dtradaboost import DTrAdaBoost
 from .fedmultiboost import FedMultiBoost
 from .gbdt import GBDT
@@ -24,6 +24,13 @@ ALGORITHMS = {
     for cls in (SmoothBoost, AdaBoost, SAMME, MultiBoost, FedMultiBoost, MSDTrA, MSTrA, DTrAdaBoost, TrAdaBoost,
                 AgnosticBatch, ISMultitask, Softmax, GBDT)
 }
+PRESET = Param("preset", str, "default",
+               "default: mpiboost's defaults (trees where they validate better, the safeguards on); paper: every "
+               "option left out takes the value of the algorithm's paper (stumps, the exponential loss, the paper's "
+               "rules), to reproduce it", choices=PRESETS, origin="beyond")
+for _cls in ALGORITHMS.values():  # one declaration for every algorithm: --preset, in the CLI, API and estimators
+    if not _cls.has("preset"):
+        _cls.parameters = (*_cls.parameters, PRESET)
 check_declarations(list(ALGORITHMS.values()))
 
 __all__ = ["ALGORITHMS", "Algorithm", "Hypothesis", "Param", "get", "with_task"]
@@ -35,6 +42,19 @@ def get(name: str) -> type:
         return ALGORITHMS[name]
     except KeyError:
         raise KeyError(f"unknown algorithm {name!r}; choose from {', '.join(sorted(ALGORITHMS))}") from None
+
+
+def own_weak_learner(algorithm: str, params: dict):
+    """The weak learner a run of ``algorithm`` with ``params`` trains: the one given, else its default (or its
+    paper's, with ``preset`` paper); None for an algorithm without the option. A baseline trained in its place
+    (the noise check's, the source screen's AdaBoost) is given it, so the two compare like with like."""
+    cls = get(algorithm)
+    if not cls.has("weak_learner"):
+        return None
+    if params.get("weak_learner") is not None:
+        return params["weak_learner"]
+    p = cls.declared("weak_learner")
+    return p.paper_value if params.get("preset") == "paper" else p.default
 
 
 def with_task(task: str) -> list:

@@ -16,7 +16,8 @@ from typing import Optional
 
 from .base import Hypothesis, Param
 from .losses import loss_of
-from .params import GRAD_BINS_BINARY, LEARNING_RATE, NEWTON_SAMPLING, ROW_WEIGHTS, SAMPLING, check_newton_sampling
+from .params import (GRAD_BINS_BINARY, LEARNING_RATE, NEWTON_SAMPLING, ROW_WEIGHTS, SAMPLING, check_newton_sampling,
+                     trees_by_default)
 from .reweighting import Reweighting
 
 ERROR_CLIP = 1e-12
@@ -32,7 +33,7 @@ class AdaBoost(Reweighting):
     weak_learners = ("stump", "tree")
     losses = ("exponential", "logistic")
     parameters = (
-        *SAMPLING,
+        *trees_by_default(SAMPLING),
         Param("loss", str, "exponential",
               "exponential: AdaBoost's reweighting, leaves -1/+1 with a coefficient per round; logistic: "
               "gradient boosting of the log-loss, Newton leaves, calibrated probabilities (predict --proba)",

@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Mapping, Optional, Sequence
 import numpy as np
 
 from ..model import Model
-from ..param import Param, _num  # noqa: F401  (declared here before; algorithms import it from .base)
+from ..param import PRESETS, SAME, Param, _num  # noqa: F401  (declared here before; algorithms import it from .base)
 from ..weak.stump import Stump
 
 TASKS = ("binary", "multiclass", "multi-domain", "transfer", "regression")
@@ -159,9 +159,11 @@ class Algorithm(ABC):
                 f"{cls.name} has no parameter {unknown[0]!r} (its parameters: {', '.join(names) or 'none'})"
             )
         out = {}
+        # --preset paper: every parameter not given takes its paper's value (Param.paper) instead of the default
+        paper = cls.has("preset") and given.get("preset") == "paper"
         for p in cls.parameters:
             v = given.get(p.name)
-            out[p.name] = p.default if v is None else p.check(v, cls.name)
+            out[p.name] = (p.paper_value if paper else p.default) if v is None else p.check(v, cls.name)
         for p in cls.parameters:
             if p.when is not None and given.get(p.name) is not None and out[p.when[0]] != p.when[1]:
                 other = cls.declared(p.when[0])
@@ -322,6 +324,9 @@ def check_declarations(classes: Sequence[type]) -> None:
         if not set(cls.weak_learners) <= {"stump", "tree"} or "stump" not in cls.weak_learners and \
                 "tree" not in cls.weak_learners:
             raise TypeError(f"{cls.name}: weak_learners must name stump and/or tree")
+        for p in cls.parameters:
+            if p.paper is not SAME and p.choices is not None and p.paper not in p.choices:
+                raise TypeError(f"{cls.name}: {p.flag}'s paper value {p.paper!r} is not one of its choices")
         offered = set(cls.declared("weak_learner").choices or ()) if "weak_learner" in names else {"stump"}
         if ("tree" in cls.weak_learners) != ("tree" in offered) or ("tree" in offered) != ("max_leaves" in names):
             raise TypeError(f"{cls.name}: weak_learners, the --weak-learner choices and the tree options disagree")

@@ -240,7 +240,7 @@ GATES_PARAM = Param(
     "gates", str, "shared",
     "the hypothesis set: shared = every round an ungated stump (Q = 1, shared by all domains) competes with "
     "a stump gated by the worst domain (every --gate-every rounds); paper = one gated stump per active domain",
-    choices=GATES,
+    choices=GATES, paper="paper",
 )
 GATE_EVERY = Param(
     "gate_every", int, 3,

@@ -144,6 +144,13 @@ WEAK_LEARNER_STUMP_SEARCH = Param(
 )
 
 SAMPLING = (WEAK_LEARNER, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR, *TREE)
+
+
+def trees_by_default(params: tuple) -> tuple:
+    """``params`` with --weak-learner tree as the default and the paper's stump for --preset paper: for the
+    algorithms whose trees validate better than stumps on the shared sets (docs/results/trees.md)."""
+    return tuple(replace(p, default="tree", paper="stump", origin="beyond") if p.name == "weak_learner" else p
+                 for p in params)
 EXACT_TREES = (WEAK_LEARNER_TREE_EXACT, *TREE)  # stump or tree, exact search only
 SAMPLING_CLASS = (WEAK_LEARNER, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR, *TREE_NEWTON)  # class trees: Gini
 SAMPLING_STUMP = (WEAK_LEARNER_STUMP_SEARCH, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR)

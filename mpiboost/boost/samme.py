@@ -25,7 +25,9 @@ from ..weak.class_stump import SPLITS, ClassStumpLearner
 from .adaboost import ERROR_CLIP
 from .base import Hypothesis, Param
 from .losses import grows_trees
-from .params import ROW_WEIGHTS, SAMPLING_CLASS as SAMPLING
+from .params import ROW_WEIGHTS, SAMPLING_CLASS, trees_by_default
+
+SAMPLING = trees_by_default(SAMPLING_CLASS)
 from .reweighting import Reweighting
 
 MAX_EXP = 709.0  # math.exp(x) is finite up to about 709.78

@@ -44,6 +44,8 @@ up to 7 points).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Mapping, Optional
 
 import numpy as np
@@ -97,12 +99,12 @@ class SmoothBoost(Reweighting):
     weak_learners = ("stump", "tree")
     parameters = (
         WEAK_LEARNER,
-        SEARCH,
+        replace(SEARCH, paper="sample"),  # the paper's protocol: a weighted sample of rows per round
         Param("epsilon", float, 0.2,
               "smoothness: no row holds more than 1/(epsilon n) of the weight; auto: the best of "
               f"{', '.join(map(str, EPSILON_GRID))} on validation data (--valid or --valid-fraction; the rounds "
               "are chosen too); the paper: 0.1",
-              low=0.0, high=1.0, low_open=True, grid=EPSILON_GRID, metavar="EPSILON|auto"),
+              low=0.0, high=1.0, low_open=True, grid=EPSILON_GRID, metavar="EPSILON|auto", paper=0.1),
         BETA,
         Param("gamma", float, None,
               "weight shrink of correctly classified rows (default from the rounds T: 0.02 (1000/T)^0.6 with "
@@ -116,7 +118,7 @@ class SmoothBoost(Reweighting):
               "than one standard error of the paired differences (clean labels, where the weight cap only costs "
               "accuracy), and the one chosen is trained on every training row; no check below 1,000 training rows "
               "or with --epsilon auto; off: SmoothBoost as asked (the paper)",
-              choices=NOISE_CHECK, origin="beyond"),
+              choices=NOISE_CHECK, origin="beyond", paper="off"),
         Param("vote", str, "majority", "the final vote: the unweighted majority (the paper; the only one: "
               "--vote weighted was removed, see docs/results.md)"),
         Param("weight_store", str, "cells",
@@ -146,6 +148,8 @@ class SmoothBoost(Reweighting):
             return {}
         if not 0.0 < beta < 1.0:
             return {}  # out of range: the declared check names the option
+        if params.get("preset") == "paper":
+            return {"gamma": 0.5 * (0.5 - beta)}  # the paper's gamma = (1/2 - beta)/2: 0.15 at beta 0.2
         return {"gamma": gamma_for_rounds(rounds, beta, str(params.get("weak_learner") or "stump"))}
 
     def __init__(self, params=None) -> None:

@@ -107,7 +107,7 @@ CANDIDATES_PARAM = Param(
     "target: the paper's candidates plus one stump trained on the target rows alone, which stands in when no "
     "candidate of the paper has an edge on the target (target error < 1/2), so a round never has to stop; MSDTrA "
     "also leaves candidates without an edge out of its mixture; paper: the paper's candidates only",
-    choices=CANDIDATES, origin="beyond")
+    choices=CANDIDATES, origin="beyond", paper="paper")
 INITIAL_SPLIT_PARAM = Param(
     "initial_split", str, "paper",
     "the initial weights: paper (the papers' rule and the default: uniform over all rows, so the target holds "
@@ -119,7 +119,7 @@ EPS_FLOOR_PARAM = Param(
     "eps_floor", float, None,
     "the least round error eps_t, which bounds the vote ln((1 - eps)/eps) of a round with (almost) no target "
     "error (default 1/(2 n_b), half a target row at uniform weights; 0: the papers' 1e-10)",
-    low=0.0, high=0.25, metavar="EPS",  # above 1/4 a perfect round would vote less than ln 3 / 2
+    low=0.0, high=0.25, metavar="EPS", paper=0.0,  # above 1/4 a perfect round would vote less than ln 3 / 2
 )
 
 SOURCE_TRUST = ("cv", "algorithm", "pooled", "target")
@@ -134,7 +134,7 @@ SOURCE_TRUST_PARAM = Param(
     "algorithm when only some do, is replaced when another has fewer errors by more than one standard error; "
     "the one chosen is trained on every row), algorithm (this algorithm, no folds: the papers' rule), pooled "
     "or target (that AdaBoost, no folds)",
-    choices=SOURCE_TRUST, origin="beyond")
+    choices=SOURCE_TRUST, origin="beyond", paper="algorithm")
 SOURCE_FOLDS_PARAM = Param(
     "source_folds", int, 10,
     "--source-trust cv: folds over the target rows (leave-one-out when the target has fewer rows; below 2 rows "

@@ -364,8 +364,10 @@ class TreeGrower:
         # and hessian each node covers, for importance, the export and TreeSHAP's weights
         table = np.array(table, dtype=np.int64)
         _tree.subtree_sums(table, feature, lc, rc)
+        # the hessian summed over the K channels in floating point: K int64 sums of up to 2**62 each would wrap
+        hess = table[:, K:2 * K].astype(np.float64).sum(axis=1)
         tree = Tree(feature, binv, mleft, lc, rc, value, kind, gain=gains, count=table[:, 2 * K],
-                    weight=table[:, K:2 * K].sum(axis=1) * (h_scale if leaf_h_scale is None else leaf_h_scale))
+                    weight=hess * (h_scale if leaf_h_scale is None else leaf_h_scale))
         self.bytes_per_tree.append(self._bytes() - sent0)
         return tree, node_of_row
 

@@ -79,7 +79,7 @@ def main(argv=None) -> int:
             "is-multitask --lambda auto --start auto --valid-metric auc": ours(
                 path, Xte, tte, "is-multitask", {"lam": "auto", "start": "auto"}, T, 0.2, "auc"),
             "is-multitask --lambda 0 (AdaBoost per task)": ours(path, Xte, tte, "is-multitask", {"lam": 0.0}, T),
-            "adaboost pooled": ours(path, Xte, tte, "adaboost", {}, T),
+            "adaboost pooled": ours(path, Xte, tte, "adaboost", {"weak_learner": "stump"}, T),  # stumps, as the table
         }
         for name, with_id in (("LightGBM pooled", False), ("LightGBM pooled + task id", True)):
             A = np.column_stack([tr.X, tr.domain]) if with_id else tr.X

@@ -51,7 +51,7 @@ OURS = {
     "defaults-tree": ("is-multitask", {"weak_learner": "tree"}),
     "paper-A": ("is-multitask", PAPER),
     "alone": ("is-multitask", {"lam": 0.0, "start": "zero"}),
-    "adaboost-pooled": ("adaboost", {}),
+    "adaboost-pooled": ("adaboost", {"weak_learner": "stump"}),  # the defaults' learner (the table's rows)
 }
 PEERS = ("lgb-pooled", "lgb-id", "lr-task")
 METHODS = (*OURS, *PEERS)

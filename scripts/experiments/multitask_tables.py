@@ -84,7 +84,7 @@ METHODS = {
     "A": ["--algo", "is-multitask", "--lambda", "auto", *PAPER],
     "B": ["--algo", "is-multitask", "--lambda", "auto", "--lambda-scale", "is", *PAPER],
     "C": ["--algo", "is-multitask", "--lambda", "0", *PAPER],
-    "D": ["--algo", "adaboost"],
+    "D": ["--algo", "adaboost", "--weak-learner", "stump"],
     # the defaults: the logistic forest as the start, lambda 0, nu = 1.5 / sqrt(T / J), tasks in cycles
     "defaults": ["--algo", "is-multitask"],
     # beyond the paper: validation chooses the zero start or every task starting from the pooled AdaBoost
@@ -93,7 +93,7 @@ METHODS = {
     # ... and, besides, steps shrunk to a tenth of the exact step, with the longer budget
     "A+start+nu": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}",
                    "--learning-rate", "0.1"],
-    "D-long": ["--algo", "adaboost"],  # D with the longer budget
+    "D-long": ["--algo", "adaboost", "--weak-learner", "stump"],  # D with the longer budget
     # A, start auto with the longer budget and the exact steps (for large tasks whose pooled fit wants more rounds)
     "A+start-long": ["--algo", "is-multitask", "--lambda", "auto", "--start", "auto", "--start-rounds", "{rounds}"],
 }
@@ -206,7 +206,7 @@ def run_c_per_task(work: str, tag: str, data: dict, valid: np.ndarray, tests: di
         write_dataset(vfile, data["X"][rows], data["y"][rows], data["domain"][rows], domain_names=data["names"])
         metrics = model + ".jsonl"
         t0 = time.perf_counter()
-        _cli("train", "--algo", "adaboost", "--train-domain", str(k), "--data", fit, "--valid", vfile, "--rounds",
+        _cli("train", "--algo", "adaboost", "--weak-learner", "stump", "--train-domain", str(k), "--data", fit, "--valid", vfile, "--rounds",
              str(rounds), "--best-round", "--model", model, "--quiet", "--seed", str(seed), "--threads",
              str(threads), "--metrics", metrics)
         wall += time.perf_counter() - t0

@@ -82,7 +82,7 @@ def run_all(args, rec: C.Records) -> None:
                 key = dict(dataset=name, seed=seed, algo=algo, epsilon=e, gamma=g, rounds=args.rounds)
                 if rec.find(**key):
                     continue
-                params = {} if algo == "adaboost" else {"epsilon": e, "gamma": g}
+                params = {"weak_learner": "stump"} if algo == "adaboost" else {"epsilon": e, "gamma": g}
                 res = train(comm, [str(noisy)], algorithm=algo, rounds=args.rounds, params=params, seed=seed,
                             valid_fraction=args.valid_fraction, best_round=True, threads=args.threads)
                 v = res.model.info["validation"]
