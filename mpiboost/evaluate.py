@@ -37,21 +37,20 @@ def regression_report(comm, model: Model, shard, score: np.ndarray) -> Optional[
     y, w = np.asarray(shard.y, dtype=np.float64), shard.weight
     d = score - y
     ones = np.ones_like(y) if w is None else w
-    groups = np.repeat(np.arange(5, dtype=np.int32), y.size)
-    sums = comm.sum_exact_grouped(np.concatenate([d * d * ones, np.abs(d) * ones, y * ones, y * y * ones, ones]),
-                                  groups, 5)
-    sq, ab, sy, syy, sw = (float(v) for v in sums)
     objective = REGRESSION[model.params.get("objective", "regression")]
     alpha = float(model.params.get("alpha") or 0.9)
-    loss = comm.sum_exact(objective.loss(d, alpha) * ones)
+    terms = [d * d, np.abs(d), y, y * y, np.ones_like(y), objective.loss(d, alpha)]
+    groups = np.repeat(np.arange(len(terms), dtype=np.int32), y.size)  # one exact reduction for all six sums
+    sq, ab, sy, syy, sw, loss = (float(v) for v in comm.sum_exact_grouped(np.concatenate([t * ones for t in terms]),
+                                                                          groups, len(terms)))
     if not comm.is_center:
         return None
     var = syy / sw - (sy / sw) ** 2 if sw > 0 else 0.0
     report = {"n": int(shard.n_global), "rmse": float(np.sqrt(sq / sw)) if sw > 0 else None,
               "mae": ab / sw if sw > 0 else None, "r2": 1.0 - (sq / sw) / var if sw > 0 and var > 0 else None,
-              "objective": objective.name, objective.metric: float(loss) / sw if sw > 0 else None}
-    if objective.metric == "rmse":
-        report["rmse"] = float(np.sqrt(sq / sw)) if sw > 0 else None
+              "objective": objective.name}
+    if objective.metric != "rmse":  # the objective's own metric beside them (L1's "l1" is the MAE again)
+        report[objective.metric] = loss / sw if sw > 0 else None
     if w is not None:
         report["weighted"] = True  # every mean above is weighted by the rows' weights
     return report

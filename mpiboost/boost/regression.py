@@ -47,8 +47,9 @@ class RegressionBoost(NewtonBoost):
         self.y = np.ascontiguousarray(data.y, dtype=np.float64)
         self.cls, self.sign = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int8)
         self.shift, self.scale = 0, 1.0
+        self._wsum = None
         if self.w is not None:
-            total = float(proto.reduce_stats(self.w)[0])
+            total = self._wsum = float(proto.reduce_stats(self.w)[0])
             if not total > 0:
                 raise ValueError("the sample weights sum to 0: no row to learn from")
             if total >= 2.0**52:
@@ -69,7 +70,7 @@ class RegressionBoost(NewtonBoost):
 
         hi, lo = _exact.exact_products(self.y, self.w)  # sum(w y) exactly rounded: the products' two parts
         num = self.proto.reduce_terms([np.concatenate([_exact.partials(hi), _exact.partials(lo)])])[0]
-        return float(num) / float(self.proto.reduce_stats(self.w)[0])
+        return float(num) / self._wsum
 
     def residuals(self) -> np.ndarray:
         """``F - y`` of every local row (the start included before the first tree)."""
