@@ -398,20 +398,9 @@ class Model:
                 p = score / total if total > 0 else np.full(score.shape, 1.0 / self.n_classes)
         elif self.output == "sign":
             p = VOTE_LINKS["exponential"].proba(score)
-        elif self.output == "argmax":
+        else:  # argmax: SAMME's class vote
             p = VOTE_LINKS["samme"].proba(score)
-        else:
-            p = None
-        if p is not None:
-            # a tied vote predicts the later class (predict's rule): that class one ulp ahead, so the argmax agrees
-            top = p.max(axis=1, keepdims=True)
-            tied = np.flatnonzero((p == top).sum(axis=1) > 1)
-            if tied.size:
-                last = p.shape[1] - 1 - np.argmax(p[tied, ::-1] == top[tied], axis=1)
-                p[tied, last] = np.nextafter(p[tied, last], np.inf)
-            return p
-        raise ValueError(f"a model of {self.algorithm} (loss without a link) has no calibrated probabilities: "
-                         "train it with --loss logistic, or use --algo softmax")
+        return ahead_on_ties(p)
 
     def _task_scores(self, cols: np.ndarray, task: Optional[np.ndarray]) -> np.ndarray:
         """Each row's score under its own task's ensemble: the stumps of the row's task and the shared ones.
@@ -1069,6 +1058,17 @@ def _read_trees(t, path: str, size: int, V: int) -> list:
                         a["left"][lo:hi], a["right"][lo:hi], value[lo:hi], TREE_KINDS[int(kinds[k])],
                         **{name: v[lo:hi] for name, v in stats.items()}))
     return out
+
+
+def ahead_on_ties(score: np.ndarray) -> np.ndarray:
+    """``score`` (n, K) with, in each row of tied highest values, the last of them one ulp ahead: predict's rule
+    (a tie goes to the later class), so that an argmax of the result agrees with it. Modified in place."""
+    top = score.max(axis=1, keepdims=True)
+    tied = np.flatnonzero((score == top).sum(axis=1) > 1)
+    if tied.size:
+        last = score.shape[1] - 1 - np.argmax(score[tied, ::-1] == top[tied], axis=1)
+        score[tied, last] = np.nextafter(score[tied, last], np.inf)
+    return score
 
 
 def index_of_scores(score: np.ndarray) -> np.ndarray:

@@ -355,13 +355,9 @@ class MpiboostClassifier(ClassifierMixin, _Estimator):
             score = score[:, 1] - score[:, 0]
         if score.ndim == 1:
             return np.where(score == 0, np.nextafter(0.0, 1.0), score)
-        top = score.max(axis=1, keepdims=True)
-        tied = np.flatnonzero((score == top).sum(axis=1) > 1)
-        if tied.size:  # the class predict picks (the last of the tied) one ulp ahead, as for two classes
-            score = score.copy()
-            last = score.shape[1] - 1 - np.argmax(score[tied, ::-1] == top[tied], axis=1)
-            score[tied, last] = np.nextafter(score[tied, last], np.inf)
-        return score
+        from .model import ahead_on_ties
+
+        return ahead_on_ties(score.copy())  # the class predict picks (the last of the tied) one ulp ahead
 
     def predict_proba(self, X, domain=None) -> np.ndarray:
         """Class probabilities (n, K) in the order of ``classes_``: calibrated where the model has a link (the
