@@ -235,6 +235,16 @@ def test_bad_options_exit_2(tmp_path, extra, message):
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
+def test_targets_too_large_to_square_exit_2(tmp_path):
+    X, y = _data(n=300)
+    y[7] = 1e200  # finite, but its square (RMSE, R^2) and residuals would not be
+    write_dataset(tmp_path / "r.h5", X.astype(np.float32), y)
+    proc = run_cli(["train", "--algo", "gbdt", "--objective", "regression", "--data", str(tmp_path / "r.h5"),
+                    "--rounds", "3", "--model", str(tmp_path / "m.h5")])
+    assert proc.returncode == 2 and "row 7" in proc.stderr and "scale the targets" in proc.stderr, proc.stderr
+    assert not (tmp_path / "m.h5").exists()
+
+
 def test_a_classifier_metric_on_a_regression_and_the_reverse_exit_2(tmp_path):
     X, y = _data(n=300)
     write_dataset(tmp_path / "c.h5", X.astype(np.float32), (y > 0).astype(np.int8))

@@ -356,6 +356,9 @@ def _read_targets(comm, files, layout, start, stop, task, mode, classes=None, un
     return codes, domain, classes
 
 
+MAX_TARGET = 1e150  # a regression target's largest size: its square (RMSE, R^2) and residuals stay finite
+
+
 def _target_values(y: np.ndarray, file_classes, info, r0: int) -> np.ndarray:
     """Regression targets of rows ``y`` of a file: float ``y`` itself, integer label values, or the numbers
     a ``classes`` attribute lists (InputError for text labels or a value that is not finite)."""
@@ -370,9 +373,10 @@ def _target_values(y: np.ndarray, file_classes, info, r0: int) -> np.ndarray:
                              f"the file's {len(file_classes)} classes")
         return np.asarray(file_classes, dtype=np.float64)[np.asarray(y, dtype=np.intp)]
     out = np.asarray(y, dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(out))
+    bad = np.flatnonzero(~(np.abs(out) <= MAX_TARGET))
     if bad.size:
-        raise InputError(f"{info.path}: dataset 'y' row {r0 + bad[0]}: target {out[bad[0]]} is not finite")
+        raise InputError(f"{info.path}: dataset 'y' row {r0 + bad[0]}: target {out[bad[0]]} is not finite or beyond "
+                         f"{MAX_TARGET:g} in size (scale the targets: their squares and residuals must stay finite)")
     return out
 
 
