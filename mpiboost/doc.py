@@ -70,6 +70,8 @@ def algorithms_markdown() -> str:
                                 ("a model of no vote is a failed run", cls.empty_model_fails)) if on]
         out += ["", f"## `{name}`", "", cls.summary + ".", "", f"From: {cls.paper}.", "",
                 f"Tasks: {', '.join(cls.tasks)}; vote: {cls.vote}" + (f"; {'; '.join(caps)}" if caps else "") + ".",
+                "", "Sample weights: " + (cls.weight_rule + "." if cls.weight_rule else "not taken (a file with a "
+                                          "'weight' dataset exits 2)."),
                 "", "Options marked *beyond* are mpiboost's own, beyond the paper.", "",
                 "| option | type | default | allowed | what it does |", "|---|---|---|---|---|"]
         for p in cls.parameters:

@@ -407,6 +407,69 @@ class Protocol:
             return ProjectionInfo(search.C, lam, theta_q / 2.0**FIXED_SHIFT, iterations)
         return ProjectionInfo(C, lam, theta, iterations)
 
+    def relative_smooth_projection(self, w: np.ndarray, base: np.ndarray, kappa: float) -> ProjectionInfo:
+        """KL projection of the normalized weights ``w`` onto ``{D : D_i <= kappa base_i}``, in place.
+
+        The sample-weighted SmoothBoost: ``base`` is the distribution of the sample weights (summing to 1
+        over all ranks) and no row may hold more than ``kappa = 1/epsilon`` times its base share. The
+        result is ``min(kappa base_i, lam w_i)``: the rows whose ratio ``r_i = w_i / base_i`` is at least a
+        threshold are clipped to their cap, the others scaled by ``lam`` so the total is 1. With equal base
+        shares this is :meth:`smooth_projection` with ``cap = kappa / n``.
+
+        The threshold is found by bisection over the bit patterns of the doubles (at most 64 steps, one
+        fused collective each: the exact base mass of the clipped rows, the exact weight of the others
+        and their largest ratio), so every rank takes the same path for any split of the rows. The
+        rule (clip the top rows while the largest unclipped ratio times ``lam`` exceeds ``kappa``) is
+        monotone: once a clipped set satisfies it, every larger one does.
+        """
+        from ._ext import _exact
+
+        comm = self.comm
+        r = np.zeros_like(w)
+        np.divide(w, base, out=r, where=base > 0)  # rows of weight 0 are never clipped (their cap is 0 too)
+
+        def stats(theta: float) -> tuple[float, float, float]:
+            high = r >= theta
+            low = ~high
+            top = float(r[low].max()) if low.any() else 0.0
+            bits = np.array([top]).view(np.int64)
+            terms = [_exact.partials(np.ascontiguousarray(base[high])), _exact.partials(np.ascontiguousarray(w[low]))]
+            _, m, sums = comm.allreduce_exact((), bits, terms)
+            return float(sums[0]), float(sums[1]), float(m.view(np.float64)[0])
+
+        with comm.primitive("smooth_projection"):
+            local = float(r.max()) if r.size else 0.0
+            _, top, sums = comm.allreduce_exact((), np.array([local]).view(np.int64),
+                                                [_exact.partials(np.ascontiguousarray(w))])
+            rmax, total = float(top.view(np.float64)[0]), float(sums[0])
+            if rmax * (1.0 / total if total > 0 else 1.0) <= kappa:
+                return ProjectionInfo(0, 1.0, math.inf, 0)
+
+            def ok(theta: float) -> tuple[bool, float]:
+                clipped, below, top_below = stats(theta)
+                if below <= 0:
+                    return True, 1.0
+                lam = (1.0 - kappa * clipped) / below
+                return top_below * lam <= kappa, lam
+
+            # lo: a threshold that satisfies the rule (0 clips every row); hi: one that does not (above rmax)
+            lo = 0
+            hi = int(np.array([np.nextafter(rmax, math.inf)]).view(np.int64)[0])
+            iterations = 0
+            while hi - lo > 1:
+                iterations += 1
+                mid = (lo + hi) // 2
+                if ok(float(np.array([mid], dtype=np.int64).view(np.float64)[0]))[0]:
+                    lo = mid
+                else:
+                    hi = mid
+            theta = float(np.array([lo], dtype=np.int64).view(np.float64)[0])
+            _, lam = ok(theta)
+        high = r >= theta
+        capped = kappa * base
+        np.copyto(w, np.where(high, capped, np.minimum(capped, lam * w)))
+        return ProjectionInfo(int(self.reduce_counts(np.array([int(high.sum())]))[0]), lam, theta, iterations)
+
     def _float_search(self, w: np.ndarray, cap: float, rng: np.random.Generator) -> tuple[int, float, float, int]:
         """The same search on the float weights with exact (superaccumulator) masses.
 

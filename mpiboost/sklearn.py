@@ -589,7 +589,7 @@ def _make(cls, online: bool = False) -> type:
     base = OnlineClassifier if online else MpiboostClassifier
     body = {"_algo": cls.name, "__init__": __init__, "__doc__": _docstring(cls, online), "__module__": __name__}
     if not online:  # each its own fit: with sample_weight where the algorithm takes weights
-        body["fit"] = _fit_weighted if cls.takes_weights else MpiboostClassifier.__dict__["fit"]
+        body["fit"] = _fit_weighted if cls.weight_rule else MpiboostClassifier.__dict__["fit"]
     est = type(name, (base,), body)
     return est
 

@@ -59,6 +59,21 @@ def projection(w, cap):
             return out
 
 
+def relative_projection(w, base, kappa):
+    """Sort-based KL projection onto {D : D_i <= kappa base_i}: sort by the ratio w_i / base_i and clip the
+    least number of top rows after which the largest unclipped ratio, scaled to the unit total, is within kappa."""
+    w, base = np.asarray(w, dtype=np.float64), np.asarray(base, dtype=np.float64)
+    r = np.divide(w, base, out=np.zeros_like(w), where=base > 0)
+    order = np.argsort(-r, kind="stable")
+    for m in range(w.size + 1):
+        rest = math.fsum(w[order[m:]])
+        lam = (1 - kappa * math.fsum(base[order[:m]])) / rest if rest > 0 else 1.0
+        if m == w.size or r[order[m]] * lam <= kappa:
+            out = np.minimum(kappa * base, w * lam)
+            out[order[:m]] = kappa * base[order[:m]]
+            return out
+
+
 def exact_units(w):
     """The float weights ``w`` as Python integers in one common unit (each float is m 2^e: exact)."""
     ratios = [float(v).as_integer_ratio() for v in w]

@@ -58,6 +58,41 @@ def test_projection_matches_reference_and_single_process(comm, small, monkeypatc
 
 
 @pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
+def test_relative_projection_matches_reference_and_single_process(comm):
+    """The sample-weighted SmoothBoost's projection, D_i <= kappa base_i: the sort-based reference, the same bits
+    for every split of the rows, and with equal base shares the uniform projection's values."""
+    proto = Protocol(comm)
+    rng = np.random.default_rng(3)
+    bases = {"random": rng.uniform(0.1, 3.0, 2000), "tied": rng.integers(1, 4, 2000).astype(float),
+             "skewed": 10.0 ** rng.uniform(-8, 2, 2000), "uniform": np.ones(2000)}
+    for bname, base in bases.items():
+        base = base / base.sum()
+        for name, w in _weight_cases():
+            w = w[: base.size] * base  # a history's measure times the base, as SmoothBoost's weights are
+            if name == "zeros":
+                base = np.where(w > 0, base, 0.0)  # rows of no sample weight keep none
+                base = base / base.sum()
+            w = w / w.sum()
+            for eps in (0.05, 0.5):
+                kappa = 1.0 / eps
+                expected = ref.relative_projection(w, base, kappa)
+                single = w.copy()
+                _self().relative_smooth_projection(single, base, kappa)
+                for parts in splits(w.size, comm.size):
+                    a, b = parts[comm.rank]
+                    mine = w[a:b].copy()
+                    proto.relative_smooth_projection(mine, base[a:b], kappa)
+                    assert mine.tobytes() == single[a:b].tobytes(), (bname, name, eps, parts)
+                np.testing.assert_allclose(single, expected, rtol=1e-12, atol=0, err_msg=f"{bname} {name} {eps}")
+                assert (single <= kappa * base * (1 + 1e-12)).all()
+                assert abs(single.sum() - 1.0) <= 1e-12
+                if bname == "uniform" and name != "zeros":
+                    uniform = w.copy()
+                    _self().smooth_projection(uniform, kappa / w.size)
+                    np.testing.assert_allclose(single, uniform, rtol=1e-12)
+
+
+@pytest.mark.parametrize("comm", comms(), ids=lambda c: f"size{c.size}")
 def test_sample_is_split_independent(comm):
     proto = Protocol(comm)
     rng = np.random.default_rng(4)

@@ -73,7 +73,7 @@ def test_scikit_learn_checks(estimator, check):
         try:
             check(estimator)
         except AssertionError:
-            if _name(check) in MAY_FAIL_WITH_WEIGHTS and estimator._algorithm().takes_weights:
+            if _name(check) in MAY_FAIL_WITH_WEIGHTS and estimator._algorithm().weight_rule:
                 pytest.xfail(MAY_FAIL_WITH_WEIGHTS[_name(check)])
             raise
 

@@ -61,8 +61,8 @@ def test_a_weight_dataset_trains_and_bad_weights_exit_2(tmp_path):
     assert proc.returncode == 0, proc.stderr
     api = mpiboost.train({"algo": "gbdt", "rounds": 5}, X.astype(np.float32).astype(float), y, weight=w)
     np.testing.assert_array_equal(Model.load(tmp_path / "m.h5").decision_function(X), api.decision_function(X))
-    proc = run_cli([*base, "--algo", "smoothboost", "--model", str(tmp_path / "s.h5")])
-    assert proc.returncode == 2 and "sample weights, which smoothboost does not take" in proc.stderr, proc.stderr
+    proc = run_cli([*base, "--algo", "agnostic-batch", "--model", str(tmp_path / "s.h5")])
+    assert proc.returncode == 2 and "sample weights, which agnostic-batch does not take" in proc.stderr, proc.stderr
     bad = w.copy()
     bad[7] = -1.0
     write_dataset(tmp_path / "neg.h5", X.astype(np.float32), y, weight=bad)
@@ -82,14 +82,20 @@ def test_the_same_model_on_any_number_of_ranks(tmp_path):
     X, y, _ = _data(n=900)
     w = np.random.default_rng(5).uniform(0.1, 3.0, size=len(y))  # not integers: rounded per row
     write_dataset(tmp_path / "w.h5", X.astype(np.float32), y, weight=w)
-    exports = set()
-    for n in (1, 2, 3):
-        model = tmp_path / f"m{n}.h5"
-        proc = run_cli(["train", "--algo", "gbdt", "--data", str(tmp_path / "w.h5"), "--rounds", "6",
-                        "--bagging-fraction", "0.7", "--model", str(model), "--quiet"], n=n)
-        assert proc.returncode == 0, proc.stderr
-        exports.add(run_cli(["export", "--model", str(model)]).stdout)
-    assert len(exports) == 1
+    Xt, yt, dom, wt = _transfer_data()
+    write_dataset(tmp_path / "t.h5", Xt.astype(np.float32), yt, dom, weight=wt * 0.37)
+    for algo, data, sizes, extra in (("gbdt", "w.h5", (1, 2, 3), ["--bagging-fraction", "0.7"]),
+                                     ("smoothboost", "w.h5", (1, 3), ["--noise-check", "off", "--epsilon", "0.3"]),
+                                     ("msdtra", "t.h5", (1, 3), ["--target-domain", "0"]),
+                                     ("is-multitask", "t.h5", (1, 3), ["--start-rounds", "5"])):
+        exports = set()
+        for n in sizes:
+            model = tmp_path / f"{algo}{n}.h5"
+            proc = run_cli(["train", "--algo", algo, "--data", str(tmp_path / data), "--rounds", "6", *extra,
+                            "--model", str(model), "--quiet"], n=n)
+            assert proc.returncode == 0, proc.stderr
+            exports.add(run_cli(["export", "--model", str(model)]).stdout)
+        assert len(exports) == 1, algo
 
 
 def test_the_estimators_fit_takes_sample_weight_where_the_algorithm_does():
@@ -127,6 +133,76 @@ def test_the_reweighting_algorithms_start_from_the_weights(algo, K):
         else:
             np.testing.assert_allclose(weighted.coef, repeated.coef, rtol=1e-12)
         assert not np.array_equal(weighted.coef, plain.coef)
+
+
+@pytest.mark.parametrize("store", ["cells", "rows"])
+def test_smoothboost_weighted_is_the_repeated_rows(store):
+    """SmoothBoost starts from the weights' distribution and caps each row at 1/epsilon times its share of the
+    weights: integer weights give the repeated rows' stumps (whose caps add up to the weighted row's), with
+    clipping in most rounds."""
+    X, y, w = _data()
+    params = {"algo": "smoothboost", "rounds": 40, "weak-learner": "stump", "noise-check": "off", "epsilon": 0.5,
+              "weight-store": store}
+    plain = mpiboost.train(params, X, y)
+    for weights in (2.0 ** (w - 1), w):
+        weighted = mpiboost.train(params, X, y, weight=weights)
+        idx = np.repeat(np.arange(len(y)), weights.astype(int))
+        repeated = mpiboost.train(params, X[idx], y[idx])
+        for name in ("feature", "bin", "left", "right", "missing_left"):
+            np.testing.assert_array_equal(getattr(weighted, name), getattr(repeated, name))
+        assert not (np.array_equal(weighted.feature, plain.feature) and np.array_equal(weighted.bin, plain.bin))
+
+
+def _transfer_data(n=600):
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 20, size=(n, 4)).astype(float)
+    dom = np.repeat([0, 1, 2], [n // 6, 5 * n // 12, n - n // 6 - 5 * n // 12])  # 0: the target
+    s = X[:, 0] + 0.3 * X[:, 1] * (1 + dom) + rng.normal(0, 3, n)
+    return X, np.where(s > np.median(s), 1, -1), dom, rng.integers(1, 4, n).astype(float)
+
+
+@pytest.mark.parametrize("algo,split", [("msdtra", "paper"), ("mstra", "paper"), ("tradaboost", "paper"),
+                                        ("dtradaboost", "paper"), ("mstra", "balanced"), ("tradaboost", "0.3")])
+def test_transfer_starts_from_the_weights(algo, split):
+    """The transfer family's first distribution is the weights' (each domain's start mass spread by them): the
+    first round's stumps are the repeated rows'. Later rounds need not be, since the papers' factors count rows
+    (TrAdaBoost's source factor from the source rows, the error floor from the target rows). --initial-split
+    shares the start by the domains' weight sums, as the repeated rows' counts. Weights of one constant are
+    the unweighted model; others change it."""
+    X, y, dom, w = _transfer_data()
+    # the source screen's folds split rows, which the repeated rows are not: the algorithm's own rule here
+    params = {"algo": algo, "rounds": 1, "weak-learner": "stump", "source-trust": "algorithm", "initial-split": split}
+    weighted = mpiboost.train(params, X, y, dom, weight=w)
+    idx = np.repeat(np.arange(len(y)), w.astype(int))
+    repeated = mpiboost.train(params, X[idx], y[idx], dom[idx])
+    for name in ("feature", "bin", "left", "right", "missing_left"):
+        np.testing.assert_array_equal(getattr(weighted, name), getattr(repeated, name))
+    if algo != "msdtra":  # MSDTrA's coefficient floors the error at half a target row, a count
+        np.testing.assert_allclose(weighted.coef, repeated.coef, rtol=1e-12)
+    params = {"algo": algo, "rounds": 10, "weak-learner": "stump"}
+    plain = mpiboost.train(params, X, y, dom)
+    assert mpiboost.train(params, X, y, dom, weight=np.full(len(y), 3.0)).to_json() == plain.to_json()
+    assert mpiboost.train(params, X, y, dom, weight=w).to_json() != plain.to_json()
+
+
+@pytest.mark.parametrize("start", ["zero", "pooled"])
+def test_is_multitask_weighs_each_rows_cost(start):
+    """IS multi-task: each row's cost counts its weight times in its task's risk (and the pooled start's AdaBoost
+    starts from the weights): weights of 1, 2 and 4 give the repeated rows' steps bit for bit; weights of one
+    power of two the unweighted model (other constants too, up to the rounding of the stumps' fixed-point
+    weights); other weights another model."""
+    X, y, dom, w = _transfer_data(900)
+    w = 2.0 ** (w - 1)
+    params = {"algo": "is-multitask", "rounds": 15, "weak-learner": "stump", "start": start, "lam": 0.5,
+              "learning-rate": 1.0, "start-rounds": 5}
+    weighted = mpiboost.train(params, X, y, dom, weight=w)
+    idx = np.repeat(np.arange(len(y)), w.astype(int))
+    repeated = mpiboost.train(params, X[idx], y[idx], dom[idx])
+    for name in ("feature", "bin", "left", "right", "missing_left", "coef", "domain"):
+        np.testing.assert_array_equal(getattr(weighted, name), getattr(repeated, name))
+    plain = mpiboost.train(params, X, y, dom)
+    assert mpiboost.train(params, X, y, dom, weight=np.full(len(y), 4.0)).to_json() == plain.to_json()
+    assert not np.array_equal(weighted.coef, plain.coef)
 
 
 def test_convert_weight_column_gives_the_weight_dataset(tmp_path):

@@ -29,7 +29,8 @@ class AdaBoost(Reweighting):
     summary = "AdaBoost: the SmoothBoost paper's baseline; with domains AdaBoost-all or, one domain, AdaBoost-k"
     tasks = ("binary", "multi-domain", "transfer")
     vote = "weighted"
-    takes_weights = True  # exponential loss: the start is the weights' distribution; logistic: weighted gradients
+    weight_rule = ("the exponential loss starts from the weights' distribution (the training domain's with "
+                   "--train-domain); the logistic loss weighs each row's gradient and hessian")
     weak_learners = ("stump", "tree")
     losses = ("exponential", "logistic")
     parameters = (

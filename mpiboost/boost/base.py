@@ -93,8 +93,9 @@ class Algorithm(ABC):
     #   --early-stop may cut it (not so where the final vote depends on every round trained);
     # empty_model_fails: a model of no round, or of zero votes only, is a failed run (nothing is saved).
     needs_target: ClassVar[bool] = False
-    # takes_weights: trains on sample weights (a 'weight' dataset, the API's weight=); see accepts_weights
-    takes_weights: ClassVar[bool] = False
+    # weight_rule: how the algorithm trains on sample weights (a 'weight' dataset, the API's weight=), for
+    # docs/algorithms.md; empty: it does not take them. See accepts_weights.
+    weight_rule: ClassVar[str] = ""
     curve_scores_model: ClassVar[bool] = True
     empty_model_fails: ClassVar[bool] = False
     # Parameters whose default depends on the number of rounds (SmoothBoost's gamma): filled in by
@@ -215,8 +216,8 @@ class Algorithm(ABC):
         return "binary" if self.labels == "signed" else "multiclass"
 
     def accepts_weights(self) -> bool:
-        """Whether this algorithm, with its parameters, trains on sample weights (default: ``takes_weights``)."""
-        return self.takes_weights
+        """Whether this algorithm, with its parameters, trains on sample weights (default: it has a ``weight_rule``)."""
+        return bool(self.weight_rule)
 
     @abstractmethod
     def setup(self, data, proto, seed: int = 0) -> None:

@@ -102,6 +102,8 @@ class ISMultitask(Algorithm):
     tasks = ("binary", "multi-domain")
     labels = "signed"
     vote = "task"
+    weight_rule = ("each row's loss counts its weight times in its task's risk (the steps' costs, the pooled "
+                   "start's and the tasks-alone AdaBoost's first distribution, the logistic start's gradients)")
     weak_learners = ("stump", "tree")
     parameters = (
         *SAMPLING,
@@ -295,7 +297,8 @@ class ISMultitask(Algorithm):
             n_bins = np.concatenate([np.asarray(data.bins.n_bins), np.full(self.J, 2)]).astype(
                 np.asarray(data.bins.n_bins).dtype)
             data = SimpleNamespace(cols=self._with_tasks(data.cols, data.domain), y=data.y, n_local=data.n_local,
-                                   n_global=data.n_global, bins=SimpleNamespace(n_bins=n_bins), start=data.start)
+                                   n_global=data.n_global, bins=SimpleNamespace(n_bins=n_bins), start=data.start,
+                                   weight=getattr(data, "weight", None))
         boost = NewtonBoost(data, self.proto, params, 1, seed=self.seed)
         n_valid = int(self.proto.reduce_counts(np.array([len(v.y)], dtype=np.int64))[0]) if v is not None else 0
         if n_valid:
@@ -493,12 +496,22 @@ class _Block:
                                         data.bins.n_bins, n_samples, start=data.start, hist=hist)
         self.F = np.zeros((J, self.n))  # F[j]: task j's ensemble on these rows
         self.a, self.b, self.weights = (np.zeros(self.n) for _ in range(3))  # a step's per-row costs
+        sw = getattr(data, "weight", None)
+        # sample weights: every row's loss counts s_i times in its task's risk (and in AdaBoost's start)
+        self.s = None if sw is None else np.ascontiguousarray(sw if rows is None else sw[rows], dtype=np.float64)
         self.w = self.initial_weights()
         self.errors = int(np.count_nonzero(self.y != 1))  # F = 0 predicts +1
 
     def initial_weights(self) -> np.ndarray:
-        """AdaBoost's start on this task alone: 1 / n_k on every row."""
-        return np.full(self.n, 1.0 / self.n_global)
+        """AdaBoost's start on this task alone: 1 / n_k on every row, or the sample weights' distribution."""
+        if self.s is None:
+            return np.full(self.n, 1.0 / self.n_global)
+        (total,) = self.proto.reduce_terms([_exact.partials(self.s)])
+        if self.empty:
+            return np.zeros(self.n)
+        if not total > 0:
+            raise ValueError(f"the sample weights of task {self.k} sum to 0")
+        return self.s / total
 
     # ---------------------------------------------- the task alone: AdaBoost
     def fit_alone_step(self, w: np.ndarray, rng) -> Optional[tuple]:
@@ -526,6 +539,8 @@ class _Block:
     def start_alone(self, score: np.ndarray) -> None:
         """AdaBoost's weights after a start of scores ``score``: exp(-y F) over their exact global sum."""
         w = np.exp(-self.y * score)
+        if self.s is not None:
+            w *= self.s
         (total,) = self.proto.reduce_terms([_exact.partials(w)])
         self.w[:] = w / total
 
@@ -554,6 +569,10 @@ class _Block:
             teachers = self.F  # lam[k] = 0: the task is no teacher of itself
         _multitask.task_costs(self.F[self.k], teachers, np.ascontiguousarray(lam), self.y, a, b, self.labels,
                               weights)
+        if self.s is not None:  # each row's cost s_i times: its pseudo-label's weight too (|a - b| s_i)
+            a *= self.s
+            b *= self.s
+            weights *= self.s
         # exact sums travel as a few partials per rank, not as the rows' values
         total, Z = self.proto.reduce_terms([_exact.partials(weights), _exact.partials(a + b)])
         if not total > 0:

@@ -41,7 +41,7 @@ class SAMME(Reweighting):
     labels = "index"
     vote = "weighted"
     stop_message = "no weak edge left (weighted error >= 1 - 1/K)"
-    takes_weights = True  # the start is the weights' distribution (as scikit-learn's sample_weight)
+    weight_rule = "the first distribution is the weights' (as scikit-learn's sample_weight)"
     weak_learners = ("stump", "tree")
     parameters = (
         *SAMPLING,

@@ -97,6 +97,9 @@ class SmoothBoost(Reweighting):
     tasks = ("binary", "multi-domain")
     vote = "majority"
     weak_learners = ("stump", "tree")
+    weight_rule = ("the first distribution is the weights' p, and the smooth distributions are those with "
+                   "D(i) <= p(i) / epsilon (the cap relative to the weights; with equal weights 1/(epsilon n)); "
+                   "integer weights give the repeated rows' stumps")
     parameters = (
         WEAK_LEARNER,
         replace(SEARCH, paper="sample"),  # the paper's protocol: a weighted sample of rows per round
@@ -174,8 +177,12 @@ class SmoothBoost(Reweighting):
         super().setup(data, proto, seed)
         self.cap = 1.0 / (self.epsilon * data.n_global)
         self.cells: Optional[CellWeights] = None
+        # Sample weights: the smooth distributions are those within 1/epsilon of the weights' own
+        # distribution, D(i) <= base(i) / epsilon (Servedio's smoothness relative to the sampling
+        # distribution); rows of one history no longer share a weight, so the weights are per row.
+        self.base = None if getattr(data, "weight", None) is None else self.w.copy()
         store = self.params["weight_store"]
-        if store == "cells" and not self.params.get("entity_balanced") and self.params.get("train_domain") is None:
+        if store == "cells" and self.base is None and not self.params.get("entity_balanced") and self.params.get("train_domain") is None:
             self.cells = CellWeights(data.n_local, data.n_global, proto, 1.0 / data.n_global)
             self.w = None  # the cells hold the weights
             # Cells pay off while they are far fewer than rows: beyond that the
@@ -228,6 +235,9 @@ class SmoothBoost(Reweighting):
 
     def _apply_rows(self, h: Hypothesis, f_right: float, f_wrong: float) -> dict:
         errors, local_max = self.update_rows(h.stump, f_right, f_wrong, h.coef)
+        if self.base is not None:
+            info = self.proto.relative_smooth_projection(self.w, self.base, 1.0 / self.epsilon)
+            return {"train_errors": errors, "clipped": info.clipped, "projection_iterations": info.iterations}
         wmax = self.proto.reduce_max(local_max)
         info = self.proto.smooth_projection(self.w, self.cap, wmax=wmax)
         if info.clipped:

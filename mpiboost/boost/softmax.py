@@ -30,7 +30,7 @@ class Softmax(Algorithm):
     weak_learners = ("stump", "tree")
     losses = ("logistic",)
     stop_message = "no split left that lowers the loss"
-    takes_weights = True
+    weight_rule = "each row's gradient and hessian times its weight (LightGBM's rule)"
     parameters = (WEAK, *(p if p.when is None else Param(**{**p.__dict__, "when": ("weak_learner", "tree")})
                           for p in TREE_NEWTON), LEARNING_RATE, GRAD_BINS_MULTICLASS, *NEWTON_SAMPLING)
 

@@ -200,6 +200,9 @@ class TransferBoosting(Algorithm):
     vote = "weighted"
     weak_learners = ("stump", "tree")
     needs_target = True
+    weight_rule = ("the first distribution is the weights' (--initial-split shares it by the domains' weight "
+                   "sums); the papers' factors still count rows (TrAdaBoost's source factor, the error floor of "
+                   "half a target row, the source screen's folds)")
     # the final vote depends on every round trained (the voting rounds follow the rounds trained; MSDTrA
     # rescales each chain by its final edge), so the rounds' validation curve does not score the model kept
     curve_scores_model = False
@@ -256,8 +259,21 @@ class TransferBoosting(Algorithm):
         self.domain = np.ascontiguousarray(data.domain, dtype=np.int32)
         self.is_source = (self.domain != self.target).astype(np.uint8)
         counts = np.asarray(data.domain_counts, dtype=np.int64)
-        masses = initial_masses(self.params["initial_split"], counts, self.target)
-        if masses is None:
+        sw = getattr(data, "weight", None)
+        if sw is not None:
+            # Sample weights: the domains' shares from their weight sums (exact), as the repeated rows' counts
+            # would give, each domain's mass spread over its rows in proportion to their weights.
+            sw = np.ascontiguousarray(sw, dtype=np.float64)
+            sums = proto.reduce_terms(list(_exact.grouped_partials(sw, self.domain, self.p)))
+            empty = [self._name(k) for k in range(self.p) if counts[k] > 0 and not sums[k] > 0]
+            if empty:
+                raise ValueError(f"the sample weights of domain {empty[0]!r} sum to 0")
+            masses = initial_masses(self.params["initial_split"], sums, self.target)
+            if masses is None:
+                self.w = sw / math.fsum(sums)
+            else:
+                self.w = np.ascontiguousarray((masses / np.where(sums > 0, sums, 1.0))[self.domain] * sw)
+        elif (masses := initial_masses(self.params["initial_split"], counts, self.target)) is None:
             self.w = np.full(n, 1.0 / data.n_global)  # the papers' uniform start
         else:
             # Per-row values from global counts, so the start does not depend on the split over ranks.

@@ -67,7 +67,7 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
                  dedicated_coordinator=dedicated_coordinator, seed=seed, keep_raw=raw, blocks=blocks)
     _check_task(cls, shard)
     if shard.weight is not None and not algo.accepts_weights():
-        takers = [n for n, c in boost.ALGORITHMS.items() if c.takes_weights]
+        takers = [n for n, c in boost.ALGORITHMS.items() if c.weight_rule]
         raise CollectiveError(f"the training data have sample weights, which {cls.name} does not take (yet): "
                               f"train {', '.join(takers)}, or drop the 'weight' dataset")
     if task == "binary":
