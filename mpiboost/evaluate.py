@@ -8,19 +8,8 @@ import numpy as np
 from .atomic import atomic_path
 from .data import labels as lab
 from .data.load import load, load_raw
+from .metrics import auc
 from .model import Model, index_of_scores
-
-
-def auc(scores: np.ndarray, y: np.ndarray) -> Optional[float]:
-    """Area under the ROC curve (Mann-Whitney, ties count one half); None if one class is absent."""
-    from scipy.stats import rankdata
-
-    pos = y > 0
-    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-    if n_pos == 0 or n_neg == 0:
-        return None
-    ranks = rankdata(scores)
-    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 def _task(model: Model) -> str:
@@ -159,6 +148,9 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
     if task == "binary":
         all_scores = comm.gatherv(score[known]) if comm.size > 1 else score[known]
         all_y = comm.gatherv(shard.y[known]) if comm.size > 1 else shard.y[known]
+        if shard.weight is not None:
+            mine = np.ascontiguousarray(np.asarray(shard.weight, dtype=np.float64)[known])
+            all_w = comm.gatherv(mine) if comm.size > 1 else mine
     if not comm.is_center:
         return None
     n = shard.n_global
@@ -173,6 +165,8 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
     report["classes"] = [lab.plain(c) for c in model.classes]
     if weighted is not None and weighted[1] > 0:
         report["weighted_error"] = float(weighted[0] / weighted[1])  # sum(w [wrong]) / sum(w)
+        if task == "binary":
+            report["weighted_auc"] = auc(all_scores, all_y, all_w)  # each pair counts w_pos w_neg
     if hasattr(model, "feature_importances"):  # split counts, normalised, most used first (LightGBM's "split")
         imp = model.feature_importances_
         names = list(model.feature_names_in_)

@@ -356,13 +356,17 @@ def test_line_search_step_is_the_exact_minimizer():
         mb.apply(h)
 
 
-def test_one_domain_multiboost_is_adaboost():
-    """With one domain Q = 1, the soft-max is the loss itself: MultiBoost = AdaBoost (closed-form step)."""
+@pytest.mark.parametrize("weighted", [False, True])
+def test_one_domain_multiboost_is_adaboost(weighted):
+    """With one domain Q = 1, the soft-max is the loss itself: MultiBoost = AdaBoost (closed-form step); with
+    sample weights too (AdaBoost's own weights are checked against the repeated rows in test_weights)."""
     rng = np.random.default_rng(3)
     n = 1500
     X = rng.standard_normal((n, 4))
     y = np.where(X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.standard_normal(n) > 0, 1, -1)
     shard = _shard(X, y, np.zeros(n, dtype=np.int32), 1)
+    if weighted:
+        shard.weight = rng.uniform(0.2, 3.0, n)
     mb = MultiBoost({"step": "closed-form"})
     mb.setup(shard, _self_proto())
     ab = AdaBoost({"weak_learner": "histogram"})
@@ -519,3 +523,27 @@ def test_newton_leaves_are_the_leaves_gradient_over_curvature_scaled_to_at_most_
     assert np.max(np.abs(tree.value[leaves, 0])) == 1.0
     assert slope == pytest.approx(float(G @ want), rel=1e-6)
 
+
+
+@pytest.mark.parametrize("loss,leaves", [("exponential", "sign"), ("logistic", "newton")])
+def test_weighted_domain_losses_are_numpys(loss, leaves):
+    """Sample weights: each round's per-domain loss F_k is numpy's weighted mean loss sum w_i L(y_i f(x_i)) / W_k
+    of the model so far (its scores recomputed from the model), and the prior the weighted log-odds."""
+    X, y, domain = _shared_concept(900, 5)
+    w = np.random.default_rng(2).uniform(0.1, 4.0, y.size)
+    shard = _shard(X, y, domain, 3)
+    shard.weight = w
+    algo = MultiBoost({"weak_learner": "tree", "loss": loss, "tree_leaves": leaves, "max_leaves": 4})
+    algo.setup(shard, _self_proto())
+    if leaves == "newton":
+        pos = w[y > 0].sum() / w.sum()
+        prior = math.log(pos / (1 - pos)) * (1.0 if loss == "logistic" else 0.5)
+        assert algo.model.trees[0].value[0, 0] == pytest.approx(prior, rel=1e-12)
+    for t in range(1, 6):
+        margin = y * algo.model.decision_function(X)
+        per_row = np.logaddexp(0.0, -margin) if loss == "logistic" else np.exp(-margin)
+        want = np.array([np.sum((w * per_row)[domain == k]) / w[domain == k].sum() for k in range(3)])
+        np.testing.assert_allclose(algo._phi(), want, rtol=1e-9)
+        h = algo.select(t)
+        assert h is not None
+        algo.apply(h)

@@ -223,7 +223,8 @@ def test_resuming_an_early_stopped_run_stops_where_it_stopped(noisy, tmp_path):
 
 # ------------------------------------------------------------ --valid-metric auc
 def test_auc_is_the_mann_whitney_statistic():
-    """Against scikit-learn's roc_auc_score: random, heavily tied and skewed scores, one positive."""
+    """Against scikit-learn's roc_auc_score: random, heavily tied and skewed scores, one positive; weighted (each
+    pair counts w_pos w_neg, rows of weight 0 included) against its sample_weight and the repeated rows."""
     from sklearn.metrics import roc_auc_score
 
     from mpiboost.driver.batch import auc
@@ -236,6 +237,11 @@ def test_auc_is_the_mann_whitney_statistic():
         if ties:
             s = np.round(s)  # few distinct values: ties count one half
         assert auc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+        w = rng.uniform(0.0, 3.0, n) * (rng.random(n) < 0.9)  # some rows weigh 0
+        w[0] = 1.0
+        assert auc(s, y, w) == pytest.approx(roc_auc_score(y, s, sample_weight=w), abs=1e-12)
+        k = rng.integers(1, 4, n)  # integer weights: the repeated rows' AUC
+        assert auc(s, y, k.astype(float)) == pytest.approx(auc(np.repeat(s, k), np.repeat(y, k)), abs=1e-15)
     assert auc(np.ones(5), np.ones(5)) == 0.5  # one class: nothing to rank
 
 

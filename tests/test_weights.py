@@ -45,6 +45,13 @@ def test_integer_weights_are_repeated_rows(algo, K):
     np.testing.assert_array_equal(ones.decision_function(X), plain.decision_function(X))
 
 
+def test_every_batch_algorithm_states_its_weight_rule():
+    """A new algorithm declares how it takes sample weights (docs/algorithms.md prints it), or says it does not."""
+    from mpiboost.boost import ALGORITHMS
+
+    assert all(cls.weight_rule for cls in ALGORITHMS.values()), [n for n, c in ALGORITHMS.items() if not c.weight_rule]
+
+
 def test_the_start_is_the_weighted_class_share():
     X, y, _ = _data()
     w = np.where(y == 1, 3.0, 1.0)
@@ -62,7 +69,9 @@ def test_a_weight_dataset_trains_and_bad_weights_exit_2(tmp_path):
     api = mpiboost.train({"algo": "gbdt", "rounds": 5}, X.astype(np.float32).astype(float), y, weight=w)
     np.testing.assert_array_equal(Model.load(tmp_path / "m.h5").decision_function(X), api.decision_function(X))
     proc = run_cli([*base, "--algo", "agnostic-batch", "--model", str(tmp_path / "s.h5")])
-    assert proc.returncode == 2 and "sample weights, which agnostic-batch does not take" in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr  # every batch algorithm takes weights
+    proc = run_cli(["train", "--algo", "online-olm", "--data", str(tmp_path / "w.h5"), "--model", str(tmp_path / "o.h5")])
+    assert proc.returncode == 2 and "w.h5 has sample weights" in proc.stderr, proc.stderr  # not silently dropped
     bad = w.copy()
     bad[7] = -1.0
     write_dataset(tmp_path / "neg.h5", X.astype(np.float32), y, weight=bad)
@@ -73,7 +82,7 @@ def test_a_weight_dataset_trains_and_bad_weights_exit_2(tmp_path):
     proc = run_cli(["train", "--algo", "gbdt", "--data", str(tmp_path / "w.h5"), str(tmp_path / "plain.h5"),
                     "--rounds", "5", "--model", str(tmp_path / "x.h5")])
     assert proc.returncode == 2 and "plain.h5 has no 'weight' dataset while" in proc.stderr, proc.stderr
-    assert not any((tmp_path / f).exists() for f in ("s.h5", "n.h5", "x.h5"))
+    assert not any((tmp_path / f).exists() for f in ("o.h5", "n.h5", "x.h5"))
 
 
 def test_the_same_model_on_any_number_of_ranks(tmp_path):
@@ -87,7 +96,8 @@ def test_the_same_model_on_any_number_of_ranks(tmp_path):
     for algo, data, sizes, extra in (("gbdt", "w.h5", (1, 2, 3), ["--bagging-fraction", "0.7"]),
                                      ("smoothboost", "w.h5", (1, 3), ["--noise-check", "off", "--epsilon", "0.3"]),
                                      ("msdtra", "t.h5", (1, 3), ["--target-domain", "0"]),
-                                     ("is-multitask", "t.h5", (1, 3), ["--start-rounds", "5"])):
+                                     ("is-multitask", "t.h5", (1, 3), ["--start-rounds", "5"]),
+                                     ("multiboost", "t.h5", (1, 3), [])):
         exports = set()
         for n in sizes:
             model = tmp_path / f"{algo}{n}.h5"
@@ -205,6 +215,40 @@ def test_is_multitask_weighs_each_rows_cost(start):
     assert not np.array_equal(weighted.coef, plain.coef)
 
 
+@pytest.mark.parametrize("algo", ["multiboost", "fedmultiboost"])
+@pytest.mark.parametrize("learner", ["stump", "tree"])
+def test_multiboost_weights_scale_free_and_used(algo, learner):
+    """MultiBoost and FedMultiBoost: weights of one power of two are the unweighted model bit for bit (each
+    domain's weighted mean loss does not see a common scale); other weights change it (their twins against
+    numpy and AdaBoost are in test_multiboost)."""
+    X, y, dom, w = _transfer_data()
+    params = {"algo": algo, "rounds": 6, "weak-learner": learner}
+    plain = mpiboost.train(params, X, y, dom)
+    assert mpiboost.train(params, X, y, dom, weight=np.full(len(y), 4.0)).to_json() == plain.to_json()
+    assert mpiboost.train(params, X, y, dom, weight=w).to_json() != plain.to_json()
+
+
+def test_agnostic_batch_relabelled_masses_are_weighted():
+    """agnostic-batch: each row's relabelled mass is P_i times its share of the weights, so weights of 1, 2 and 4
+    give the repeated rows' class stumps (fractional relabelling); with class trees (whose first round is all
+    ties) weights of one power of two give the unweighted model and others another; the random relabelling
+    draws by the weights."""
+    X, y, w = _data(K=3)
+    w = 2.0 ** (w - 1)
+    idx = np.repeat(np.arange(len(y)), w.astype(int))
+    params = {"algo": "agnostic-batch", "rounds": 15, "weak-learner": "stump"}
+    weighted = mpiboost.train(params, X, y, weight=w)
+    repeated = mpiboost.train(params, X[idx], y[idx])
+    for name in ("feature", "bin", "left", "right", "missing_left"):
+        np.testing.assert_array_equal(getattr(weighted, name), getattr(repeated, name))
+    for extra in ({"weak-learner": "tree"}, {"relabel": "random", "samples": 300}):
+        params = {"algo": "agnostic-batch", "rounds": 15, "weak-learner": "stump", **extra}
+        plain = mpiboost.train(params, X, y)
+        if "relabel" not in extra:
+            assert mpiboost.train(params, X, y, weight=np.full(len(y), 4.0)).to_json() == plain.to_json()
+        assert mpiboost.train(params, X, y, weight=w).to_json() != plain.to_json()
+
+
 def test_convert_weight_column_gives_the_weight_dataset(tmp_path):
     """CSV and Parquet --weight-column: the weights become the file's weight dataset (not a feature), the model is
     the API's with weight=; a recipe takes the column where the file has it; a bad weight exits 2 naming the line."""
@@ -252,7 +296,8 @@ def test_convert_weight_column_gives_the_weight_dataset(tmp_path):
 
 def test_weighted_validation_error_and_evaluate(tmp_path):
     """Validation rows with weights: the error that picks rounds is sum(w [wrong]) / sum(w), numpy's on the
-    model's predictions; evaluate reports it as weighted_error beside the plain error."""
+    model's predictions; evaluate reports it as weighted_error beside the plain error, and weighted_auc
+    (scikit-learn's roc_auc_score with sample_weight) beside the AUC; --valid-metric auc weighs too."""
     import json
 
     rng = np.random.default_rng(4)
@@ -273,3 +318,17 @@ def test_weighted_validation_error_and_evaluate(tmp_path):
     report = json.loads(proc.stdout)
     assert report["weighted_error"] == pytest.approx(np.sum(w * wrong) / np.sum(w), rel=1e-12)
     assert report["error"] == pytest.approx(wrong.mean())
+    from sklearn.metrics import roc_auc_score
+
+    scores = Model.load(tmp_path / "m.h5").decision_function(X[1200:].astype(np.float32))
+    assert report["weighted_auc"] == pytest.approx(roc_auc_score(y[1200:], scores, sample_weight=w), abs=1e-12)
+    assert report["auc"] == pytest.approx(roc_auc_score(y[1200:], scores), abs=1e-12)
+    assert abs(report["weighted_auc"] - report["auc"]) > 1e-4
+    # --valid-metric auc on weighted validation rows: 1 - the weighted AUC (on 2 ranks: the same figure)
+    proc = run_cli(["train", "--algo", "gbdt", "--data", str(tmp_path / "tr.h5"), "--valid", str(tmp_path / "va.h5"),
+                    "--valid-metric", "auc", "--rounds", "15", "--model", str(tmp_path / "a.h5"), "--metrics",
+                    str(tmp_path / "a.jsonl"), "--quiet"], n=2)
+    assert proc.returncode == 0, proc.stderr
+    last = [json.loads(line) for line in open(tmp_path / "a.jsonl")][-2]
+    scores = Model.load(tmp_path / "a.h5").decision_function(X[1200:].astype(np.float32))
+    assert last["valid_error"] == pytest.approx(1 - roc_auc_score(y[1200:], scores, sample_weight=w), abs=1e-12)

@@ -66,7 +66,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._ext import _multiclass, _simplex
+from .._ext import _exact, _multiclass, _simplex
 from ..model import index_of_scores
 from ..protocol import fixed_point
 from ..weak.class_stump import PACKED_SIZE
@@ -139,6 +139,8 @@ class AgnosticBatch(Algorithm):
     paper = "the batch form of Raman & Tewari 2022 (online agnostic multiclass boosting), beyond the paper"
     summary = ("statistical agnostic multiclass boosting: class stumps fitted to the rows relabelled by per-row OGD "
                "distributions, unweighted vote")
+    weight_rule = ("each row's relabelled mass is P_i times its share of the weights (the fractional histograms "
+                   "and trees); the random relabelling draws rows in proportion to the weights")
     tasks = ("binary", "multiclass")
     labels = "index"
     vote = "majority"
@@ -189,12 +191,16 @@ class AgnosticBatch(Algorithm):
         self._zeros = np.zeros(n, dtype=np.int32)
         self._one = np.zeros((data.cols.shape[0], 256, 1), dtype=np.int64)
         self._hist = np.zeros((data.cols.shape[0], 256, self.K), dtype=np.int64)
+        self.sw, self.total_weight = self._sample_weights(data, proto)
         self.gamma = self._default_gamma() if self.params["gamma"] is None else float(self.params["gamma"])
         self.eta = self.gamma / math.sqrt(int(self.params["rounds"]))
         self.P = np.full((n, self.K), 1.0 / self.K)
         if self.params["relabel"] != "fractional":
             self.m0 = int(self.params["n_samples"]) or int(data.n_global)
-            self._cum = np.arange(1, n + 1, dtype=np.int64)  # unit masses: uniform draws over the global rows
+            if self.sw is None:
+                self._cum = np.arange(1, n + 1, dtype=np.int64)  # unit masses: uniform draws over the global rows
+            else:  # draws in proportion to the sample weights (fixed point, rounded per row)
+                self._cum = np.cumsum(fixed_point(self._mass(np.ones(n))))
             self._ids = np.arange(data.start, data.start + n, dtype=np.int64)
         self.model = self.new_model(data, output="argmax")
         self.spec = None
@@ -204,6 +210,23 @@ class AgnosticBatch(Algorithm):
             self.spec = TreeSpec.from_params(self.params)
             self.grower = TreeGrower(self.spec, proto, data.cols, self.n_bins) \
                 if self.params["relabel"] == "fractional" else None
+
+    @staticmethod
+    def _sample_weights(data, proto) -> tuple[Optional[np.ndarray], float]:
+        """The sample weights and their exact total W (None and n without weights)."""
+        sw = getattr(data, "weight", None)
+        if sw is None:
+            return None, float(data.n_global)
+        sw = np.ascontiguousarray(sw, dtype=np.float64)
+        (total,) = proto.reduce_terms([_exact.partials(sw)])
+        if not total > 0:
+            raise ValueError("the sample weights sum to 0")
+        return sw, float(total)
+
+    def _mass(self, column: np.ndarray) -> np.ndarray:
+        """``column`` times each row's mass, 1/n or its share of the sample weights w_i / W (as (column w_i) / W:
+        weights of one power of two then give the unweighted masses bit for bit)."""
+        return column / self.total_weight if self.sw is None else column * self.sw / self.total_weight
 
     def _default_gamma(self) -> float:
         """min(0.3, a0 / 2): a0 the weak learner's accuracy on the true labels (class trees: its reach)."""
@@ -229,9 +252,8 @@ class AgnosticBatch(Algorithm):
 
     def _fit_fractional(self):
         """Exact class sums of P_i / n over all rows; on the center, the best stump and its relabelled error."""
-        n_global = float(self.data.n_global)
         for c in range(self.K):
-            fixed_point(np.ascontiguousarray(self.P[:, c]) / n_global, self._units)
+            fixed_point(self._mass(np.ascontiguousarray(self.P[:, c])), self._units)
             _multiclass.build_class_histogram(self.data.cols, self._units, self._zeros, self._one)
             self._hist[:, :, c] = self._one[:, :, 0]
         hist = self.proto.reduce_class_histograms(self._hist, self.n_bins)
@@ -258,8 +280,9 @@ class AgnosticBatch(Algorithm):
         tree, _ = grower.grow(gh, K, scale, scale, leaf, "class")
         return tree, (1.0 - mass[0] / mass[1]) if mass[1] else 0.0
 
-    def _class_units(self, P: np.ndarray, n: int) -> np.ndarray:
-        """Channels of the class trees: ``P[i, c] / n`` per class, the row's mass K times, the count."""
+    def _class_units(self, P: np.ndarray, n: int, mass=None) -> np.ndarray:
+        """Channels of the class trees: ``P[i, c] / n`` per class (``mass(P[:, c])`` with sample weights, see
+        :meth:`_mass`), the row's mass K times, the count."""
         from .._ext import _tree
         from ..protocol import FIXED_SHIFT
 
@@ -267,13 +290,17 @@ class AgnosticBatch(Algorithm):
         gh = np.zeros((P.shape[0], 2 * K + 1), dtype=np.int64)
         gh[:, 2 * K] = 1
         for c in range(K):
-            _tree.to_units(np.ascontiguousarray(P[:, c]) / n, FIXED_SHIFT, gh, c)
-        _tree.to_units(np.full(P.shape[0], 1.0 / n), FIXED_SHIFT, gh, K, True)
+            col = np.ascontiguousarray(P[:, c])
+            _tree.to_units(col / n if mass is None else mass(col), FIXED_SHIFT, gh, c)
+        _tree.to_units(np.full(P.shape[0], 1.0 / n) if mass is None else mass(np.ones(P.shape[0])), FIXED_SHIFT, gh,
+                       K, True)
         gh[:, K + 1:2 * K] = gh[:, K:K + 1]
         return gh
 
     def _tree_fractional(self):
-        return self._grow(self.grower, self._class_units(self.P, float(self.data.n_global)), self.data.n_global)
+        return self._grow(self.grower, self._class_units(self.P, float(self.data.n_global),
+                                                         None if self.sw is None else self._mass),
+                          self.data.n_global)
 
     def _tree_random(self, t: int):
         """m0 uniform draws relabelled from P; the center grows the tree on them and broadcasts it."""

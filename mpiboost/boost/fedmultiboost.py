@@ -110,15 +110,17 @@ class FedMultiBoost(MultiBoost):
                 groups.append(np.full(mine.sum(), k * (s + 2) + r, dtype=np.int32))
             values.append(a[mine])
             groups.append(np.full(mine.sum(), k * (s + 2) + s, dtype=np.int32))
-            values.append(np.ones(mine.sum()))
+            values.append(np.ones(mine.sum()) if self.sw is None else self.sw[rows[mine]])  # the rows' weight
             groups.append(np.full(mine.sum(), k * (s + 2) + s + 1, dtype=np.int32))
         v = np.concatenate(values) if values else np.zeros(0)
         g = np.concatenate(groups) if groups else np.zeros(0, dtype=np.int32)
         sums = self.proto.reduce_stats(v, g, p * (s + 2)).reshape(p, s + 2)
         beta, loss, count = sums[:, :s], sums[:, s], sums[:, s + 1]
-        phi = np.where(count > 0, loss / np.maximum(count, 1), 0.0)
+        # count: the sampled rows of each domain (their weights' sum, each domain's weights scaled to mean 1)
+        per = np.where(count > 0, count, 1.0)
+        phi = np.where(count > 0, loss / per, 0.0)
         active = phi >= phi.max() * (1.0 - self.active_tol)
-        score = np.where(active[:, None] & (count[:, None] > 0), np.abs(beta) / np.maximum(count, 1)[:, None], -1.0)
+        score = np.where(active[:, None] & (count[:, None] > 0), np.abs(beta) / per[:, None], -1.0)
         k, r = np.unravel_index(int(np.argmax(score)), score.shape)  # ties: lowest domain, then candidate
         if score[k, r] <= 0:
             return None
@@ -131,21 +133,27 @@ class FedMultiBoost(MultiBoost):
             "domain": int(k),
             "edge": float(score[k, r]),
             "phi_estimate": phi.tolist(),
-            "sampled_rows": int(count.sum()),
+            "sampled_rows": self._sampled(rows, count),
             "client_numbers": int(sum(len(c) for c in chosen_clients) * (s + 2) + 0),
             "q_train_accuracy": self.clf.train_accuracy,
         }
         return Hypothesis(stump, eta, metrics, domain=int(k))
+
+    def _sampled(self, rows: np.ndarray, count: np.ndarray) -> int:
+        """The round's sampled rows over all ranks (``count`` holds them, or their weights with sample weights)."""
+        if self.sw is None:
+            return int(count.sum())
+        return int(self.proto.reduce_counts(np.array([rows.size], dtype=np.int64))[0])
 
     def _select_tree(self, rows: np.ndarray, chosen_clients: list) -> Optional[Hypothesis]:
         """Trees: each active domain's tree grown on its sampled clients' rows; the best by beta / rows."""
         p = self.p
         dom = self.domain[rows]
         a = self.a[rows]
-        sums = self.proto.reduce_stats(np.concatenate([a, np.ones(rows.size)]),
+        sums = self.proto.reduce_stats(np.concatenate([a, np.ones(rows.size) if self.sw is None else self.sw[rows]]),
                                        np.concatenate([dom, dom + p]).astype(np.int32), 2 * p)
         loss, count = sums[:p], sums[p:]
-        phi = np.where(count > 0, loss / np.maximum(count, 1), 0.0)
+        phi = np.where(count > 0, loss / np.where(count > 0, count, 1.0), 0.0)
         active = phi >= phi.max() * (1.0 - self.active_tol)
         total = max(float(loss.sum()), 1e-300)  # every sampled row's a_i Q / total <= 1 in all
         w = self.a / total
@@ -168,7 +176,7 @@ class FedMultiBoost(MultiBoost):
             "domain": int(k),
             "edge": float(score),
             "phi_estimate": phi.tolist(),
-            "sampled_rows": int(count.sum()),
+            "sampled_rows": self._sampled(rows, count),
             "tree_bytes": int(sum(self.grower.bytes_per_tree) - sent0),
             "q_train_accuracy": self.clf.train_accuracy,
         }

@@ -284,6 +284,9 @@ class MultiBoost(Algorithm):
     summary = "MultiBoost: a Q-ensemble that boosts the worst domain's loss (agnostic multi-source learning)"
     tasks = ("binary", "multi-domain")
     vote = "q-weighted"
+    weight_rule = ("each domain's loss F_k is its weighted mean loss sum w_i L_i / W_k (the trees' gradients and "
+                   "curvatures, the line search and the prior too); the domain classifier Q is fitted on the rows "
+                   "unweighted (it models where the rows lie, not their labels)")
     needs_raw = True
     exact_losses = True  # each round starts from the exact F_l (and the largest weight)
     weak_learners = ("stump", "tree")
@@ -388,9 +391,14 @@ class MultiBoost(Algorithm):
         self.Q = self.QT.T
         n = data.n_local
         self.margin = np.zeros(n)  # y f(x)
+        self.sw = self._sample_weights(data, proto)
         # exp(-y f(x)), the loss of a row and its weight; the logistic loss's weight is its slope sigma(-y f)
+        # (each times the row's sample weight, when the data have them)
         self.a = np.full(n, 0.5) if self.logistic else np.ones(n)
         self.a_max = 0.5 if self.logistic else 1.0  # the largest a_i over all ranks
+        if self.sw is not None:
+            self.a *= self.sw
+            self.a_max *= proto.reduce_max(float(self.sw.max()) if n else 0.0)
         self.u = np.zeros(n)
         self.domain = np.ascontiguousarray(data.domain, dtype=np.int32)
         self._binary = _histogram.binary_columns(data.cols)
@@ -408,6 +416,23 @@ class MultiBoost(Algorithm):
         self._last_eta: Optional[float] = None
         self._passes = 0
 
+    def _sample_weights(self, data, proto: Protocol) -> Optional[np.ndarray]:
+        """Each row's sample weight scaled to a mean of 1 over its domain, ``w_i m_k / W_k`` (None without
+        weights): every ``sum_i a_i / m_k`` below is then the domain's weighted mean loss ``sum w_i loss_i / W_k``.
+        ``W_k`` are exact sums, so the scale is the same on any number of ranks."""
+        sw = getattr(data, "weight", None)
+        if sw is None:
+            return None
+        sw = np.ascontiguousarray(sw, dtype=np.float64)
+        sums = proto.reduce_terms(list(_exact.grouped_partials(sw, np.ascontiguousarray(data.domain, dtype=np.int32),
+                                                                self.p)))
+        empty = [k for k in range(self.p) if self.m[k] > 0 and not sums[k] > 0]
+        if empty:
+            names = data.domain_names or []
+            raise ValueError(f"the sample weights of domain "
+                             f"{names[empty[0]] if empty[0] < len(names) else empty[0]!r} sum to 0")
+        return np.ascontiguousarray((self.m / np.where(sums > 0, sums, 1.0))[data.domain] * sw)
+
     def start_from_prior(self) -> None:
         """Trees of Newton leaves start every score at the prior (LightGBM's ``boost_from_average``): the
         log-odds of the global class counts (the logistic loss) or half of it (the exponential loss's
@@ -417,11 +442,19 @@ class MultiBoost(Algorithm):
             return
         from ..weak.tree import Tree
 
-        pos = int(self.proto.reduce_counts(np.array([np.count_nonzero(self.data.y > 0)], dtype=np.int64))[0])
-        n = int(self.data.n_global)
-        if not 0 < pos < n:
-            return
-        prior = math.log(pos / (n - pos)) * (1.0 if self.logistic else 0.5)
+        if self.sw is None:
+            pos = int(self.proto.reduce_counts(np.array([np.count_nonzero(self.data.y > 0)], dtype=np.int64))[0])
+            n = int(self.data.n_global)
+            if not 0 < pos < n:
+                return
+            neg = n - pos
+        else:  # the weighted class shares (exact sums), LightGBM's start from the weighted average
+            sw = np.asarray(self.data.weight, dtype=np.float64)
+            pos, neg = self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(sw[self.data.y > 0])),
+                                                _exact.partials(np.ascontiguousarray(sw[self.data.y < 0]))])
+            if not (pos > 0 and neg > 0):
+                return
+        prior = math.log(pos / neg) * (1.0 if self.logistic else 0.5)
         self.model.append(Tree([-1], [0], [0], [-1], [-1], [[prior]], "real"), 1.0, round=0)
         np.multiply(self.data.y, prior, out=self.margin)
         if self.logistic:
@@ -430,6 +463,9 @@ class MultiBoost(Algorithm):
         else:
             self.a[:] = np.exp(-self.margin)
             self.a_max = math.exp(abs(prior))
+        if self.sw is not None:
+            self.a *= self.sw
+            self.a_max *= self.proto.reduce_max(float(self.sw.max()) if self.sw.size else 0.0)
 
     # ---------------------------------------------------------------- rounds
     def _phi(self) -> np.ndarray:
@@ -445,12 +481,21 @@ class MultiBoost(Algorithm):
         return sums / self.m
 
     def _losses(self) -> np.ndarray:
-        """Each row's loss Phi(-y f(x))."""
-        return np.logaddexp(0.0, -self.margin) if self.logistic else self.a
+        """Each row's loss Phi(-y f(x)) (times its sample weight)."""
+        if not self.logistic:
+            return self.a
+        loss = np.logaddexp(0.0, -self.margin)
+        return loss if self.sw is None else loss * self.sw
 
     def _curvature_weights(self) -> np.ndarray:
-        """Each row's Phi'' at its margin (the exponential loss: its loss; the logistic: s (1 - s))."""
-        return self.a * (1.0 - self.a) if self.logistic else self.a
+        """Each row's Phi'' at its margin (the exponential loss: its loss; the logistic: s (1 - s)), times its
+        sample weight."""
+        if not self.logistic:
+            return self.a
+        if self.sw is None:
+            return self.a * (1.0 - self.a)
+        s = 0.5 * (1.0 + np.tanh(-0.5 * self.margin))
+        return self.sw * s * (1.0 - s)
 
     def _softmax(self, F: np.ndarray) -> tuple[np.ndarray, float]:
         """Soft-max weights of the domains and the temperature (0: the max, ties shared)."""
@@ -733,6 +778,8 @@ class MultiBoost(Algorithm):
             z = self.margin + eta * self.u
             s = 0.5 * (1.0 + np.tanh(-0.5 * z))  # sigma(-z), the slope of log(1 + e^-z) (sign flipped)
             terms = np.concatenate([np.logaddexp(0.0, -z), -s * self.u, s * (1.0 - s) * self.u * self.u])
+            if self.sw is not None:
+                terms *= np.tile(self.sw, 3)
             sums = self.proto.reduce_stats(terms, groups, 3 * p)
             self._passes += 1
             return sums[:p] / self.m, sums[p:2 * p] / self.m, sums[2 * p:] / self.m
@@ -763,7 +810,12 @@ class MultiBoost(Algorithm):
         self.model.append(h.stump, h.coef, domain=h.domain)
         if self.logistic:
             np.copyto(self.a, 0.5 * (1.0 + np.tanh(-0.5 * self.margin)))  # the new slopes sigma(-y f)
+            if self.sw is not None:
+                self.a *= self.sw
             return {"train_errors": int(self.proto.reduce_counts(np.array([errors]))[0])}
+        if self.sw is not None:
+            self.a *= self.sw  # the kernel wrote exp(-y f)
+            a_max = float(self.a.max()) if self.a.size else 0.0
         if not self.exact_losses:
             return {"train_errors": int(self.proto.reduce_counts(np.array([errors]))[0])}
         # One collective: the errors, the largest row weight (which scales the

@@ -672,6 +672,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="error, accuracy and AUC of a model (JSON)",
         description="Print {n, error, accuracy, macro_f1, per_class, confusion, feature_importance} (and auc for "
         "two classes), in the data's own labels, and, with domains, per_domain, uniform_error, agnostic_error; "
+        "with sample weights in the files also weighted_error (and weighted_auc); regression models: rmse, mae, "
+        "r2 and the objective's metric (weighted with sample weights); "
         "labels the model does not know are counted as errors, listed under unseen and warned of on stderr.",
     )
     p.add_argument("--model", required=True, metavar="M.h5")

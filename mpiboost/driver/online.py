@@ -19,6 +19,7 @@ from typing import Optional
 import numpy as np
 
 from .. import log
+from ..data.format import FileInfo, inspect
 from ..errors import CollectiveError, InputError
 from ..online import ONLINE, driver, learners, source
 from ..online.model import OnlineModel
@@ -159,6 +160,13 @@ def stream(comm, algo: str, params: dict, data, opts: dict, seed: int = 0, *, pr
         cls.resolve(params)
     except ValueError as exc:
         raise CollectiveError(str(exc)) from None
+    with comm.collective_guard():
+        weighted = [str(getattr(f, "path", f)) for f in data
+                    if getattr(f if isinstance(f, FileInfo) else inspect(f), "has_weight", False)]
+        if weighted:  # not silently dropped: the online updates have no weighted form yet
+            raise InputError(f"{weighted[0]} has sample weights (a 'weight' dataset), which the online algorithms "
+                             "do not take (yet): train a batch algorithm, or convert the stream without "
+                             "--weight-column")
     in_memory = all(hasattr(f, "local") for f in data)  # every rank holds the rows: each scans its own copy
     with comm.collective_guard():
         info = source.scan(data, opts["nominal_parsed"]) if comm.is_center or in_memory else None

@@ -6,7 +6,7 @@ from typing import Optional, Sequence, TYPE_CHECKING
 
 import numpy as np
 
-from .. import boost
+from .. import boost, metrics
 from ..data.load import Layout, Shard
 from ..errors import CollectiveError
 from .algorithm import auto_params
@@ -109,22 +109,10 @@ REGRESSION_METRICS = ("rmse", "l1", "huber", "quantile")  # the regression objec
 VALID_METRICS = ("error", "auc", *REGRESSION_METRICS)
 
 
-def auc(scores: np.ndarray, y: np.ndarray) -> float:
-    """The area under the ROC curve of ``scores`` for labels ``y`` (+1 positive): the Mann-Whitney statistic,
-    tied scores counting one half; 0.5 where one class is absent (no ranking to judge)."""
-    scores, pos = np.asarray(scores, dtype=np.float64), np.asarray(y) > 0
-    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-    if n_pos == 0 or n_neg == 0:
-        return 0.5
-    order = np.argsort(scores, kind="stable")
-    sorted_scores = scores[order]
-    ranks = np.empty(len(scores))
-    # the mean rank of each run of equal scores (ranks 1..n)
-    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
-    ends = np.r_[starts[1:], len(scores)]
-    mean_rank = (starts + ends + 1) / 2.0
-    ranks[order] = np.repeat(mean_rank, ends - starts)
-    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+def auc(scores: np.ndarray, y: np.ndarray, weight: Optional[np.ndarray] = None) -> float:
+    """:func:`mpiboost.metrics.auc`, 0.5 where one class is absent (no ranking to judge)."""
+    value = metrics.auc(scores, y, weight)
+    return 0.5 if value is None else value
 
 
 def _valid_auc_loss(scorer: Scorer, vshard: Shard, proto: Protocol) -> float:
@@ -136,15 +124,18 @@ def _valid_auc_loss(scorer: Scorer, vshard: Shard, proto: Protocol) -> float:
         y = comm.gatherv(np.ascontiguousarray(vshard.y, dtype=np.int64))
         task = comm.gatherv(np.ascontiguousarray(vshard.domain, dtype=np.int64)) \
             if scorer.model.takes_task else None
-        scorer._auc_rows = (y, task)
+        # the files' sample weights: the weighted AUC, as LightGBM weighs its metrics
+        w = None if vshard.weight is None else comm.gatherv(np.ascontiguousarray(vshard.weight, dtype=np.float64))
+        scorer._auc_rows = (y, task, w)
     scores = comm.gatherv(np.ascontiguousarray(scorer.scores, dtype=np.float64))
     loss = None
     if comm.is_center:
-        y, task = scorer._auc_rows
+        y, task, w = scorer._auc_rows
         if task is None:
-            loss = 1.0 - auc(scores, y)
+            loss = 1.0 - auc(scores, y, w)
         else:
-            values = [auc(scores[task == k], y[task == k]) for k in np.unique(task)]
+            values = [auc(scores[task == k], y[task == k], None if w is None else w[task == k])
+                      for k in np.unique(task)]
             loss = 1.0 - float(np.mean(values)) if values else 0.5
     return float(comm.bcast(loss))
 
