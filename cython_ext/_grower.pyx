@@ -19,10 +19,10 @@ are read row-major where the words are used, or where the node holds few of the 
 """
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 
 from _channel_kernels cimport channel_histogram_core, channel_rows_core
-from _split_kernels cimport best_split_core, partition_core, split_t
+from _split_kernels cimport best_split_core, cat_rules_t, partition_core, split_t
 from _superacc cimport mb_get_max_threads
 from _typedefs cimport bin_t, fixed_t, idx_t
 from _word_kernels cimport unpack_core, word_histogram_core
@@ -48,6 +48,9 @@ cdef class NodeGrower:
         The growth rules (``TreeSpec``; criterion 0 Newton, 1 error).
     K
         Classes (C = 2K + 1 channels).
+    categorical, cat_rules
+        A (d,) mask of the features whose bins are categories (None: none), and the categorical split rules
+        ``(max_cat_to_onehot, max_cat_threshold, cat_smooth, cat_l2, min_data_per_group)`` (``_split_kernels``).
     """
 
     cdef const bin_t[:, ::1] XT
@@ -84,10 +87,15 @@ cdef class NodeGrower:
     cdef double[::1] gain, bgain
     cdef unsigned char[::1] use  # the features this tree may split on (feature fraction), when masked
     cdef bint masked
+    cdef unsigned char[::1] is_cat  # the categorical features (cat_rules.is_cat points here)
+    cdef cat_rules_t rules
+    cdef uint64_t[:, ::1] bcat  # each open leaf's best categorical split: its bins going left
+    cdef uint64_t[:, ::1] tcat  # each split node's bins going left (categorical splits, bin -1)
     cdef public long long word_nodes, word_chunks, channel_nodes, word_rows_max  # what the last tree's histograms were built from
 
     def __init__(self, const bin_t[:, ::1] XT, const bin_t[:, ::1] XR, const long long[::1] off, binary,
-                 int max_leaves, int max_depth, long long min_data, double min_hess, double l2, int criterion, int K):
+                 int max_leaves, int max_depth, long long min_data, double min_hess, double l2, int criterion, int K,
+                 categorical=None, cat_rules=(4, 32, 10.0, 10.0, 100)):
         from mpiboost._ext._tree import feature_lists, missing_slots
 
         self.XT, self.XR, self.off = XT, XR, off
@@ -125,6 +133,18 @@ cdef class NodeGrower:
         self.cap = 0
         self.use = np.ones(max(self.d, 1), dtype=np.uint8)
         self.masked = False
+        self.bcat = np.zeros((nodes, 4), dtype=np.uint64)
+        self.tcat = np.zeros((nodes, 4), dtype=np.uint64)
+        self.is_cat = np.zeros(max(self.d, 1), dtype=np.uint8)
+        self.rules.is_cat = NULL
+        if categorical is not None and np.any(categorical):
+            cm = np.ascontiguousarray(categorical, dtype=np.uint8)
+            if cm.shape[0] != self.d:
+                raise ValueError("the categorical mask must have one entry per feature")
+            np.asarray(self.is_cat)[:self.d] = cm
+            self.rules.is_cat = &self.is_cat[0]
+        (self.rules.max_to_onehot, self.rules.max_threshold, self.rules.smooth, self.rules.l2,
+         self.rules.min_per_group) = cat_rules
 
     def set_features(self, mask=None):
         """The features the next trees may split on: a (d,) boolean mask, or None for all (until set again)."""
@@ -192,6 +212,8 @@ cdef class NodeGrower:
         self.bf[node] = -1
         self.bb[node] = 0
         self.bml[node] = 0
+        self.bcat[node, 0] = self.bcat[node, 1] = self.bcat[node, 2] = self.bcat[node, 3] = 0
+        self.tcat[node, 0] = self.tcat[node, 1] = self.tcat[node, 2] = self.tcat[node, 3] = 0
         self.bgain[node] = 0.0
         self.gain[node] = 0.0
         self.lo[node] = lo
@@ -260,11 +282,14 @@ cdef class NodeGrower:
         if self.slot[node] >= 0 and self.d > 0 and not (self.max_depth and self.depth[node] >= self.max_depth):
             best_split_core(&self.pool[self.slot[node], 0, 0], &self.off[0], self.C, self.K, self.g_scale,
                             self.h_scale, self.l2, self.min_data, self.min_hess, self.criterion, f_lo, f_hi,
-                            &self.tsc[0], &self.tsc[self.C], &s, &self.use[0] if self.masked else NULL)
+                            &self.tsc[0], &self.tsc[self.C], &s, &self.use[0] if self.masked else NULL, &self.rules)
         self.bgain[node] = s.gain
         self.bf[node] = s.feature
         self.bb[node] = s.bin
         self.bml[node] = s.missing_left
+        if s.feature >= 0 and s.bin < 0:
+            self.bcat[node, 0], self.bcat[node, 1], self.bcat[node, 2], self.bcat[node, 3] = \
+                s.cat[0], s.cat[1], s.cat[2], s.cat[3]
 
     cdef int _choose(self) noexcept nogil:
         """The open leaf of largest gain (ties: the lowest node id), -1 if none has a split."""
@@ -281,6 +306,11 @@ cdef class NodeGrower:
         cdef const fixed_t* h = &self.pool[self.slot[node], 0, 0]
         cdef idx_t base = self.off[f], nb = self.off[f + 1] - base - 1, s
         cdef long long out = 0
+        if b < 0:  # a categorical split: the bins of its words (the missing bin goes right)
+            for s in range(nb):
+                if (self.bcat[node, s >> 6] >> (s & 63)) & 1:
+                    out += h[(base + s) * self.C + 2 * self.K]
+            return out
         for s in range(base, base + b + 1):
             out += h[s * self.C + 2 * self.K]
         if missing_left:
@@ -300,9 +330,12 @@ cdef class NodeGrower:
         cdef idx_t lo = self.lo[node], hi = self.hi[node], mid
         cdef int L = self.n_nodes, R = self.n_nodes + 1
         mid = lo
+        if b < 0:
+            self.tcat[node, 0], self.tcat[node, 1], self.tcat[node, 2], self.tcat[node, 3] = \
+                self.bcat[node, 0], self.bcat[node, 1], self.bcat[node, 2], self.bcat[node, 3]
         if hi > lo:
             mid = partition_core(&self.XT[f, 0], &self.rows[0], lo, hi, b, missing_left, &self.scratch[0],
-                                 &self.side[0], &self.lefts[0], self.mt)
+                                 &self.side[0], &self.lefts[0], self.mt, &self.tcat[node, 0])
         self.feature[node] = f
         self.bin[node] = b
         self.ml[node] = missing_left
@@ -385,20 +418,29 @@ cdef class NodeGrower:
         np.asarray(self.pool[self.slot[node]])[:self.P] = hist
 
     def find_best(self, int node, idx_t f_lo=0, idx_t f_hi=-1):
-        """``node``'s best split over features ``f_lo .. f_hi - 1`` (gain, feature, bin, missing_left), kept."""
+        """``node``'s best split over features ``f_lo .. f_hi - 1`` (gain, feature, bin, missing_left), kept
+        (a categorical split, bin -1: its bins in :meth:`best_cat`)."""
         if f_hi < 0:
             f_hi = self.d
         with nogil:
             self._best(node, f_lo, f_hi)
         return self.bgain[node], self.bf[node], self.bb[node], bool(self.bml[node])
 
-    def set_best(self, int node, double gain, int feature, int bin, bint missing_left):
-        """The split every rank agreed on for ``node`` (reduce-scatter: the best of the ranks' blocks)."""
+    def best_cat(self, int node):
+        """The 4 words of bins going left of ``node``'s best split, if categorical (else zeros)."""
+        return np.asarray(self.bcat[node]).copy()
+
+    def set_best(self, int node, double gain, int feature, int bin, bint missing_left, cat=None):
+        """The split every rank agreed on for ``node`` (reduce-scatter: the best of the ranks' blocks); ``cat``:
+        a categorical split's 4 words."""
         self.bgain[node], self.bf[node], self.bb[node], self.bml[node] = gain, feature, bin, missing_left
+        if cat is not None:
+            np.asarray(self.bcat[node])[:] = np.asarray(cat, dtype=np.uint64)
 
     def choose(self, bint counts=True):
-        """``(node, feature, bin, missing_left, left rows, right rows, gain)`` of the next split, or None. With
-        ``counts`` False (a rank holding a block of features only) the row counts are -1."""
+        """``(node, feature, bin, missing_left, left rows, right rows, gain)`` of the next split, or None (its
+        bins in :meth:`best_cat` if categorical). With ``counts`` False (a rank holding a block of features
+        only) the row counts are -1."""
         cdef int node = self._choose()
         if node < 0:
             return None
@@ -452,8 +494,8 @@ cdef class NodeGrower:
         return self.count[0]
 
     def tree(self):
-        """``(feature, bin, missing_left, left, right, gain)`` of the grown nodes, and each local row's leaf
-        (-1 outside the rows grown on)."""
+        """``(feature, bin, missing_left, left, right, gain)`` of the grown nodes, each local row's leaf (-1
+        outside the rows grown on), and each node's 4 words of categorical bins going left."""
         k = self.n_nodes
         node_of_row = np.full(self.n, -1, dtype=np.int32)
         cdef int[::1] out = node_of_row
@@ -465,4 +507,4 @@ cdef class NodeGrower:
                     out[self.rows[r]] = node
         arr = lambda a: np.asarray(a)[:k].copy()  # noqa: E731
         return (arr(self.feature), arr(self.bin), arr(self.ml).astype(np.uint8), arr(self.left), arr(self.right),
-                arr(self.gain), node_of_row)
+                arr(self.gain), node_of_row, arr(self.tcat))

@@ -14,8 +14,10 @@ Rows are binned (``cols``, feature-major, as the model predicts): the path a row
 model's own, missing values included.
 """
 from cython.parallel cimport prange
+from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
 
+from _split_kernels cimport goes_left
 from _superacc cimport threads_for
 from _typedefs cimport bin_t, idx_t, MISSING_BIN
 
@@ -73,7 +75,8 @@ cdef inline double _unwound_sum(const step_t* m, int l, int k) noexcept nogil:
 
 
 cdef void _walk(const bin_t* col, idx_t n_rows, idx_t i, const int* feature, const int* bin,
-                const unsigned char* missing_left, const int* left, const int* right, const double* value,
+                const unsigned char* missing_left, const uint64_t* cat, const int* left, const int* right,
+                const double* value,
                 int V, const double* cover, double coef, int node, step_t* parent, int l, double cold, double hot,
                 int split_feature, double* phi) noexcept nogil:
     """One node of row ``i``'s walk; ``parent[0:l]`` the path so far (copied, then extended here)."""
@@ -93,10 +96,7 @@ cdef void _walk(const bin_t* col, idx_t n_rows, idx_t i, const int* feature, con
         return
     f = feature[node]
     b = col[f * n_rows + i]
-    if b == MISSING_BIN:
-        hot_child = left[node] if missing_left[node] else right[node]
-    else:
-        hot_child = left[node] if b <= bin[node] else right[node]
+    hot_child = left[node] if goes_left(b, bin[node], missing_left[node], cat + 4 * node) else right[node]
     cold_child = right[node] if hot_child == left[node] else left[node]
     for k in range(1, l):
         if m[k].feature == f:  # met before on this path: its fractions combine, its step goes
@@ -105,9 +105,9 @@ cdef void _walk(const bin_t* col, idx_t n_rows, idx_t i, const int* feature, con
             l -= 1
             break
     rj = cover[node]
-    _walk(col, n_rows, i, feature, bin, missing_left, left, right, value, V, cover, coef, hot_child, m, l,
+    _walk(col, n_rows, i, feature, bin, missing_left, cat, left, right, value, V, cover, coef, hot_child, m, l,
           zero * cover[hot_child] / rj if rj > 0 else 0.0, one, f, phi)
-    _walk(col, n_rows, i, feature, bin, missing_left, left, right, value, V, cover, coef, cold_child, m, l,
+    _walk(col, n_rows, i, feature, bin, missing_left, cat, left, right, value, V, cover, coef, cold_child, m, l,
           zero * cover[cold_child] / rj if rj > 0 else 0.0, 0.0, f, phi)
 
 
@@ -123,8 +123,9 @@ def _depth(const int[::1] feature, const int[::1] left, const int[::1] right) ->
 
 
 def add_contributions(const bin_t[:, ::1] cols, const int[::1] feature, const int[::1] bin,
-                      const unsigned char[::1] missing_left, const int[::1] left, const int[::1] right,
-                      const double[:, ::1] value, const double[::1] cover, double coef, double[:, :, ::1] out):
+                      const unsigned char[::1] missing_left, const uint64_t[:, ::1] cat, const int[::1] left,
+                      const int[::1] right, const double[:, ::1] value, const double[::1] cover, double coef,
+                      double[:, :, ::1] out):
     """Add one tree's contributions, times ``coef``, to ``out`` (n, V, d + 1) for the rows of ``cols`` (d, n).
 
     ``out[i, v, j]``: feature j's part of row i's output v; ``out[i, v, d]``: the tree's expected value
@@ -133,7 +134,8 @@ def add_contributions(const bin_t[:, ::1] cols, const int[::1] feature, const in
     cdef idx_t d = cols.shape[0], n = cols.shape[1], i
     cdef int V = value.shape[1], nodes = feature.shape[0], levels, v, k
     cdef double root = cover[0] if nodes else 0.0
-    if out.shape[0] != n or out.shape[1] != V or out.shape[2] != d + 1 or value.shape[0] != nodes:
+    if out.shape[0] != n or out.shape[1] != V or out.shape[2] != d + 1 or value.shape[0] != nodes \
+            or cat.shape[0] != nodes or (nodes and cat.shape[1] != 4):
         raise ValueError("shape mismatch")
     if nodes == 0:
         return out
@@ -158,7 +160,8 @@ def add_contributions(const bin_t[:, ::1] cols, const int[::1] feature, const in
         if paths != NULL and phi != NULL:
             for t in range((d + 1) * V):
                 phi[t] = 0.0
-            _walk(&cols[0, 0], n, i, &feature[0], &bin[0], &missing_left[0], &left[0], &right[0], &value[0, 0],
+            _walk(&cols[0, 0], n, i, &feature[0], &bin[0], &missing_left[0], &cat[0, 0], &left[0], &right[0],
+                  &value[0, 0],
                   V, &cover[0], coef, 0, paths, 0, 1.0, 1.0, -1, phi)
             for v in range(V):
                 for t in range(d):

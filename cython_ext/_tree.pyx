@@ -17,10 +17,12 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport ldexp, llrint, fabs
+from libc.stdint cimport uint64_t
 from libc.string cimport memset
 
 from _channel_kernels cimport channel_histogram_core, channel_rows_core
-from _split_kernels cimport GAIN_ERROR, GAIN_NEWTON, best_split_core, partition_core, split_t, _goes_left
+from _split_kernels cimport (GAIN_ERROR, GAIN_NEWTON, best_split_core, cat_rules_t, goes_left, partition_core,
+                             split_t)
 from _superacc cimport mb_get_max_threads, threads_for
 from _typedefs cimport bin_t, fixed_t, idx_t, MISSING_BIN
 
@@ -186,9 +188,12 @@ def subtract(const fixed_t[:, ::1] parent, const fixed_t[:, ::1] child, fixed_t[
 
 
 def best_split(const fixed_t[:, ::1] hist, const long long[::1] off, int K, double g_scale, double h_scale,
-               double l2, long long min_data, double min_hess, int criterion, idx_t f_lo=0, idx_t f_hi=-1, use=None):
+               double l2, long long min_data, double min_hess, int criterion, idx_t f_lo=0, idx_t f_hi=-1, use=None,
+               categorical=None, int max_cat_to_onehot=4, int max_cat_threshold=32, double cat_smooth=10.0,
+               double cat_l2=10.0, long long min_data_per_group=100):
     """The best split of a node from its packed histogram, over features ``f_lo .. f_hi - 1`` (``use``: a
-    (d,) mask of the features allowed, None: all).
+    (d,) mask of the features allowed, None: all; ``categorical``: a (d,) mask of the features whose bins are
+    categories, split LightGBM's way with one class and the Newton gain, see ``_split_kernels.pxd``).
 
     A candidate "bin <= b goes left", missing values left or right, leaves at
     least ``min_data`` rows and ``min_hess`` hessian (summed over the K
@@ -202,17 +207,26 @@ def best_split(const fixed_t[:, ::1] hist, const long long[::1] off, int K, doub
 
     Returns
     -------
-    (gain, feature, bin, missing_left)
-        ``feature == -1``: no split.
+    (gain, feature, bin, missing_left, left_bins)
+        ``feature == -1``: no split. A categorical split has ``bin == -1`` and ``left_bins`` the sorted bins
+        going left (missing values right); otherwise ``left_bins`` is None.
     """
     cdef idx_t d = off.shape[0] - 1, C = hist.shape[1]
     cdef split_t out
+    cdef cat_rules_t rules
     if f_hi < 0:
         f_hi = d
     if C != 2 * K + 1 or hist.shape[0] != off[d] or K < 1 or (criterion == GAIN_ERROR and K != 1):
         raise ValueError("shape mismatch")
     if d == 0 or f_lo >= f_hi:
-        return 0.0, -1, 0, False
+        return 0.0, -1, 0, False, None
+    cdef const unsigned char[::1] cm = np.ascontiguousarray(categorical if categorical is not None else np.ones(1),
+                                                            dtype=np.uint8)
+    if categorical is not None and cm.shape[0] != d:
+        raise ValueError("categorical must have one entry per feature")
+    rules.is_cat = &cm[0] if categorical is not None else NULL
+    rules.max_to_onehot, rules.max_threshold, rules.smooth = max_cat_to_onehot, max_cat_threshold, cat_smooth
+    rules.l2, rules.min_per_group = cat_l2, min_data_per_group
     scratch = np.zeros(2 * C, dtype=np.int64)
     cdef fixed_t[::1] sc = scratch
     cdef const unsigned char[::1] um = np.ascontiguousarray(use if use is not None else np.ones(1), dtype=np.uint8)
@@ -220,8 +234,11 @@ def best_split(const fixed_t[:, ::1] hist, const long long[::1] off, int K, doub
         raise ValueError("use must have one entry per feature")
     with nogil:
         best_split_core(&hist[0, 0], &off[0], C, K, g_scale, h_scale, l2, min_data, min_hess, criterion, f_lo, f_hi,
-                        &sc[0], &sc[C], &out, &um[0] if use is not None else NULL)
-    return out.gain, out.feature, out.bin, bool(out.missing_left)
+                        &sc[0], &sc[C], &out, &um[0] if use is not None else NULL, &rules)
+    left = None
+    if out.feature >= 0 and out.bin < 0:
+        left = [b for b in range(256) if (out.cat[b >> 6] >> (b & 63)) & 1]
+    return out.gain, out.feature, out.bin, bool(out.missing_left), left
 
 
 def node_sums(const fixed_t[:, ::1] hist, const long long[::1] off):
@@ -238,9 +255,10 @@ def node_sums(const fixed_t[:, ::1] hist, const long long[::1] off):
 
 
 def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int feature, int bin,
-              bint missing_left, idx_t[::1] scratch):
+              bint missing_left, idx_t[::1] scratch, cat=None):
     """Stable in-place partition of ``rows[lo:hi]``: rows going left (``bin(x_f) <= bin``, missing
-    left iff ``missing_left``) first. Returns the first right position. ``scratch``: >= hi - lo entries.
+    left iff ``missing_left``; with ``bin`` -1 the bins set in ``cat``, 4 uint64 words, missing right) first.
+    Returns the first right position. ``scratch``: >= hi - lo entries.
 
     One thread: one pass moves the lefts forward in place and the rights to ``scratch``, a second
     copies the rights back. Threads take consecutive chunks: each counts its left rows (keeping
@@ -256,20 +274,26 @@ def partition(const bin_t[:, ::1] XT, idx_t[::1] rows, idx_t lo, idx_t hi, int f
     lefts_np = np.zeros(mt + 1, dtype=np.intp)
     cdef unsigned char[::1] side = side_np
     cdef idx_t[::1] lefts = lefts_np
+    cdef const uint64_t[::1] cw = np.ascontiguousarray(cat if cat is not None else np.zeros(4), dtype=np.uint64)
+    if cw.shape[0] != 4 or (bin < 0 and cat is None):
+        raise ValueError("cat must be 4 words, and given for a categorical split (bin -1)")
     with nogil:
         out = partition_core(&XT[feature, 0], &rows[0], lo, hi, bin, missing_left, &scratch[0], &side[0], &lefts[0],
-                             mt)
+                             mt, &cw[0])
     return out
 
 
 cdef inline node_t _leaf_of(const bin_t[:, ::1] XT, idx_t i, const node_t* feat, const node_t* bins,
-                            const unsigned char* ml, const node_t* lc, const node_t* rc) noexcept nogil:
+                            const unsigned char* ml, const node_t* lc, const node_t* rc,
+                            const uint64_t* cat) noexcept nogil:
     cdef node_t node = 0
     cdef bin_t b
     cdef bint go_left
     while feat[node] >= 0:
         b = XT[feat[node], i]
-        if b == MISSING_BIN:
+        if bins[node] < 0:  # a categorical split: the node's 4 words of bins going left
+            go_left = goes_left(b, -1, False, cat + 4 * node)
+        elif b == MISSING_BIN:
             go_left = ml[node] != 0
         else:
             go_left = b <= bins[node]
@@ -282,33 +306,36 @@ cdef inline node_t _leaf_of(const bin_t[:, ::1] XT, idx_t i, const node_t* feat,
 
 def tree_leaves(const bin_t[:, ::1] XT, const node_t[::1] feature, const node_t[::1] bin,
                 const unsigned char[::1] missing_left, const node_t[::1] left, const node_t[::1] right,
-                node_t[::1] out):
+                const uint64_t[:, ::1] cat, node_t[::1] out):
     """The leaf (node id) of every row of feature-major bins ``XT`` in one tree (node 0 the root;
-    ``feature < 0`` a leaf). The arrays are trusted (checked by the model loader)."""
+    ``feature < 0`` a leaf; ``bin < 0`` a categorical split, ``cat[node]`` its 4 words of bins going left).
+    The arrays are trusted (checked by the model loader)."""
     cdef idx_t n = XT.shape[1], i
-    if out.shape[0] != n or feature.shape[0] < 1:
+    if out.shape[0] != n or feature.shape[0] < 1 or cat.shape[0] != feature.shape[0] or cat.shape[1] != 4:
         raise ValueError("shape mismatch")
     with nogil:
         for i in prange(n, schedule="static", num_threads=threads_for(n)):
-            out[i] = _leaf_of(XT, i, &feature[0], &bin[0], &missing_left[0], &left[0], &right[0])
+            out[i] = _leaf_of(XT, i, &feature[0], &bin[0], &missing_left[0], &left[0], &right[0], &cat[0, 0])
 
 
 def add_trees(const bin_t[:, ::1] XT, const node_t[::1] feature, const node_t[::1] bin,
               const unsigned char[::1] missing_left, const node_t[::1] left, const node_t[::1] right,
-              const double[:, ::1] value, const long long[::1] start, const double[::1] coef, double[:, ::1] out):
+              const uint64_t[:, ::1] cat, const double[:, ::1] value, const long long[::1] start,
+              const double[::1] coef, double[:, ::1] out):
     """``out[i, :] += coef[t] * value[leaf_t(i), :]`` for trees t in order (tree t's nodes are
     ``start[t] .. start[t+1]-1``, children numbered within the tree). Rows in parallel; each row
     adds its trees in order, so the scores do not depend on the threads."""
     cdef idx_t n = XT.shape[1], V = value.shape[1], T = coef.shape[0], i, t, v
     cdef long long s
     cdef node_t leaf
-    if out.shape[0] != n or out.shape[1] != V or start.shape[0] != T + 1:
+    if out.shape[0] != n or out.shape[1] != V or start.shape[0] != T + 1 or cat.shape[0] != feature.shape[0] \
+            or cat.shape[1] != 4:
         raise ValueError("shape mismatch")
     with nogil:
         for i in prange(n, schedule="static", num_threads=threads_for(n)):
             for t in range(T):
                 s = start[t]
-                leaf = _leaf_of(XT, i, &feature[s], &bin[s], &missing_left[s], &left[s], &right[s])
+                leaf = _leaf_of(XT, i, &feature[s], &bin[s], &missing_left[s], &left[s], &right[s], &cat[s, 0])
                 for v in range(V):
                     out[i, v] = out[i, v] + coef[t] * value[s + leaf, v]
 

@@ -121,6 +121,7 @@ def train(
     comm: Any = None,
     callbacks: Sequence = (),
     resume=None,
+    categorical_feature: Optional[Sequence] = None,
 ):
     """Collective: train the algorithm of ``params`` on this rank's rows; the model, the same on every rank.
 
@@ -151,6 +152,10 @@ def train(
         Called every round (progress, metrics, checkpoints, early stopping).
     resume : mpiboost.model.Model, optional
         A checkpoint of the same run to continue.
+    categorical_feature : sequence of int or str, optional
+        Features (indices, or names) holding category codes 0, 1, ..., at most 255 categories: trees of one
+        output split them natively, many categories against the rest (LightGBM's ``categorical_feature``).
+        A DataFrame's ``category`` and text columns are categorical anyway (their codes in canonical order).
 
     Returns
     -------
@@ -190,6 +195,7 @@ def train(
     X, categories = frames.encode(comm, X)  # a DataFrame's categorical columns as codes, agreed over the ranks
     data = memory_file(comm, X, y, domain, feature_names=feature_names, domain_names=domain_names, weight=weight,
                        targets=targets)
+    data.categorical = _categorical(comm, X, data, categories, categorical_feature)
     vfiles = None
     if valid is not None:
         if not isinstance(valid, (tuple, list)) or len(valid) not in (2, 3):
@@ -208,10 +214,54 @@ def train(
                         from None
         vfiles = [memory_file(comm, Xv, yv, dv, feature_names=data.feature_names,
                               domain_names=domain_names, what="valid", targets=targets)]
+        vfiles[0].categorical = data.categorical
     model = _run_batch(comm, algo, rounds, run, algo_params, [data], vfiles, callbacks, resume)
     if categories:
         model.info["categories"] = categories  # saved with the model: predict maps a DataFrame's values by name
     return model
+
+
+def _categorical(comm, X: Any, data, categories: Optional[dict], given: Optional[Sequence]) -> Optional[dict]:
+    """Collective: ``{feature: number of categories}`` of the native categorical features, agreed over the
+    ranks: a DataFrame's categorical columns (of at most 255 categories; more stay ordered codes) and the
+    features ``given`` (indices or names), whose values must be codes 0 .. 254 (the global largest + 1
+    categories)."""
+    from .data.format import MAX_CATEGORIES
+
+    names = list(data.feature_names or [])
+    out = {}
+    for c, values in (categories or {}).items():
+        if c in names and len(values) <= MAX_CATEGORIES:
+            out[names.index(c)] = max(1, len(values))
+    if given is None:
+        return out or None
+    picked = []
+    for g in given:
+        if isinstance(g, str):
+            if g not in names:
+                raise CollectiveError(f"categorical_feature: no feature named {g!r}")
+            picked.append(names.index(g))
+        elif isinstance(g, numbers.Integral) and not isinstance(g, bool) and 0 <= int(g) < data.d:
+            picked.append(int(g))
+        else:
+            raise CollectiveError(f"categorical_feature: {g!r} is not a feature index in 0..{data.d - 1} or name")
+    import numpy as np
+
+    Xl = data.local["X"]
+    top = np.full(max(len(picked), 1), -1.0)
+    with comm.collective_guard():
+        for i, j in enumerate(picked):
+            v = np.asarray(Xl[:, j], dtype=np.float64)
+            v = v[~np.isnan(v)]
+            bad = v[(v < 0) | (v != np.floor(v)) | (v >= MAX_CATEGORIES)]
+            if bad.size:
+                raise InputError(f"categorical_feature: feature {j} holds {bad[0]}, not a category code "
+                                 f"0..{MAX_CATEGORIES - 1} (rank {comm.rank})")
+            top[i] = v.max() if v.size else -1.0
+    top = comm.allreduce_max(top) if comm.size > 1 else top
+    for i, j in enumerate(picked):
+        out[j] = max(1, int(top[i]) + 1)
+    return out or None
 
 
 def _run_batch(comm, algo: str, rounds: int, run: dict, algo_params: dict, data: list, valid, callbacks, resume):

@@ -8,7 +8,9 @@ included: each split tests ``x <= threshold`` with the bin edge as threshold
 and sends NaN the way the stump or tree sends the missing bin (LightGBM's
 missing type NaN). A class stump of an ``argmax`` model adds its coefficient
 to one class on each side: class k's tree holds ``coef`` where the side
-predicts k and 0 elsewhere.
+predicts k and 0 elsewhere. A categorical split (the bins of a categorical feature, which are its category
+codes, going left) is LightGBM's categorical decision: the codes going left as a bitset (``cat_threshold``),
+NaN and every other value to the right, as mpiboost sends the missing bin and codes it never saw.
 
 The objective line says how LightGBM turns raw scores into probabilities:
 ``binary sigmoid:1`` for the logistic loss (the model's own probabilities),
@@ -44,11 +46,14 @@ def _name(s: str, j: int) -> str:
 
 
 def _lgb_tree(index: int, feature, thresholds, decision, left_child, right_child, leaf_values,
-              leaf_count=None, leaf_weight=None, gains=None, internal_count=None, internal_weight=None) -> str:
+              leaf_count=None, leaf_weight=None, gains=None, internal_count=None, internal_weight=None,
+              cat_words=None) -> str:
     """One tree in LightGBM's text format. The node statistics (rows and hessian of every node, the
-    split gains) are what LightGBM's ``feature_importance`` and ``pred_contrib`` read."""
+    split gains) are what LightGBM's ``feature_importance`` and ``pred_contrib`` read. ``cat_words``: the
+    32-bit bitset words of each categorical split in order (its threshold is its index in that list)."""
     n_leaves = len(leaf_values)
-    lines = [f"Tree={index}", f"num_leaves={n_leaves}", "num_cat=0"]
+    cats = cat_words or []
+    lines = [f"Tree={index}", f"num_leaves={n_leaves}", f"num_cat={len(cats)}"]
     if n_leaves > 1:
         lines += [
             "split_feature=" + " ".join(str(int(f)) for f in feature),
@@ -58,6 +63,10 @@ def _lgb_tree(index: int, feature, thresholds, decision, left_child, right_child
             "left_child=" + " ".join(str(int(c)) for c in left_child),
             "right_child=" + " ".join(str(int(c)) for c in right_child),
         ]
+    if cats:
+        bounds = np.concatenate([[0], np.cumsum([len(w) for w in cats])])
+        lines += ["cat_boundaries=" + " ".join(str(int(b)) for b in bounds),
+                  "cat_threshold=" + " ".join(str(int(x)) for w in cats for x in w)]
     lines.append("leaf_value=" + " ".join(_num(v) for v in leaf_values))
     if leaf_weight is not None:
         lines.append("leaf_weight=" + " ".join(_num(v) for v in leaf_weight))
@@ -76,6 +85,17 @@ def _decision(missing_left: bool) -> int:
     return (2 << 2) | (2 if missing_left else 0)
 
 
+CATEGORICAL_DECISION = (2 << 2) | 1  # bit 0: a categorical split; NaN (missing type 2) goes right
+
+
+def _bitset32(codes: list) -> list:
+    """The category codes as LightGBM's bitset: 32-bit words, as few as hold the largest code."""
+    words = [0] * (max(codes) // 32 + 1 if codes else 1)
+    for c in codes:
+        words[c // 32] |= 1 << (c % 32)
+    return words
+
+
 def _tree_parts(tree, bins, coef: float, k: int):
     """One of our trees (class k's values) in LightGBM's numbering: internal nodes 0.., leaves ~0.."""
     internal = [i for i in range(tree.n_nodes) if tree.feature[i] >= 0]
@@ -87,15 +107,22 @@ def _tree_parts(tree, bins, coef: float, k: int):
         return inum[node] if node in inum else ~lnum[node]
 
     feature = [int(tree.feature[i]) for i in internal]
-    thresholds = [bins.threshold(int(tree.feature[i]), int(tree.bin[i])) for i in internal]
-    decision = [_decision(bool(tree.missing_left[i])) for i in internal]
+    thresholds, decision, cat_words = [], [], []
+    for i in internal:
+        if tree.bin[i] < 0:  # categorical: bin b is category code b; the threshold indexes the bitsets
+            thresholds.append(float(len(cat_words)))
+            cat_words.append(_bitset32(tree.left_bins(i)))
+            decision.append(CATEGORICAL_DECISION)
+        else:
+            thresholds.append(bins.threshold(int(tree.feature[i]), int(tree.bin[i])))
+            decision.append(_decision(bool(tree.missing_left[i])))
     lc = [ref(int(tree.left[i])) for i in internal]
     rc = [ref(int(tree.right[i])) for i in internal]
     values = [coef * float(tree.value[i, k]) for i in leaves]
     # a tree of K-value leaves becomes K trees: the first carries the split gains, the others 0, so that
     # LightGBM's importances (which count and sum the splits of positive gain) are the model's own
     gains = [float(tree.gain[i]) if k == 0 else 0.0 for i in internal]
-    stats = {"gains": gains}
+    stats = {"gains": gains, "cat_words": cat_words}
     if tree.count.any():  # a model of format >= 4 (older files keep no node statistics)
         stats["leaf_count"] = [int(tree.count[i]) for i in leaves]
         stats["internal_count"] = [int(tree.count[i]) for i in internal]
@@ -145,8 +172,12 @@ def to_lightgbm(model) -> str:
     else:
         objective = "binary sigmoid:1"
     infos = []
-    for e in model.bins.edges:
-        infos.append(f"[{_num(e[0])}:{_num(e[-1])}]" if len(e) else "none")
+    categories = model.bins.categories
+    for j, e in enumerate(model.bins.edges):
+        if j in categories:  # a categorical feature: its codes, as LightGBM lists categories
+            infos.append(":".join(str(c) for c in range(categories[j])))
+        else:
+            infos.append(f"[{_num(e[0])}:{_num(e[-1])}]" if len(e) else "none")
     head = [
         "tree", "version=v3", f"num_class={K}", f"num_tree_per_iteration={K}", "label_index=0",
         f"max_feature_idx={d - 1}", f"objective={objective}",

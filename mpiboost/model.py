@@ -36,10 +36,11 @@ from .h5read import open_read
 from .links import LINKS as LINK_OF
 
 # 2: classes, output and the right-hand value of each stump; 3: trees (group "trees", ensemble/tree,
-# header "link"); 4: each tree node's split gain, rows and hessian (trees/gain, count, weight); formats
-# 1 to 3 still load
-MODEL_FORMAT = 4
-READABLE_FORMATS = (1, 2, 3, 4)
+# header "link"); 4: each tree node's split gain, rows and hessian (trees/gain, count, weight); 5: categorical
+# splits (trees/cat: each node's bins going left, bin -1) and categorical features (bins/categorical);
+# formats 1 to 4 still load
+MODEL_FORMAT = 5
+READABLE_FORMATS = (1, 2, 3, 4, 5)
 LINKS = (None, *LINK_OF)  # how scores become probabilities (None: they do not)
 MAX_NODES = 1 << 26  # nodes of all trees of a model file, checked before they are read
 OUTPUTS = ("sign", "argmax", "value")
@@ -319,7 +320,7 @@ class Model:
         """``out[i, :] += sum over members lo..hi-1 of coef_t value_t(x_i)`` for a tree model, (n, V)."""
         from ._ext import _tree
 
-        feature, bin_, ml, left, right, value, start = self.forest()
+        feature, bin_, ml, left, right, value, start, cat = self.forest()
         V = value.shape[1]
         if out is None:
             out = np.zeros((cols.shape[1], V))
@@ -329,7 +330,7 @@ class Model:
             a, b = int(idx[0]), int(idx[-1]) + 1
             s = start[a:b + 1]
             n0, n1 = int(s[0]), int(s[-1])
-            _tree.add_trees(cols, feature[n0:n1], bin_[n0:n1], ml[n0:n1], left[n0:n1], right[n0:n1],
+            _tree.add_trees(cols, feature[n0:n1], bin_[n0:n1], ml[n0:n1], left[n0:n1], right[n0:n1], cat[n0:n1],
                             value[n0:n1], np.ascontiguousarray(s - n0), np.ascontiguousarray(coef[lo:hi],
                                                                                                dtype=np.float64), out)
         return out
@@ -534,7 +535,7 @@ class Model:
         coef = self.vote_coefficients()
         for t in range(self.n_stumps):
             tr = self.trees[int(self.tree[t])]
-            _shap.add_contributions(cols, tr.feature, tr.bin, tr.missing_left, tr.left, tr.right, tr.value,
+            _shap.add_contributions(cols, tr.feature, tr.bin, tr.missing_left, tr.cat, tr.left, tr.right, tr.value,
                                     tr.count.astype(np.float64), float(coef[t]), out)
         return out[:, 0, :] if V == 1 else out.reshape(n, V * (d + 1))
 
@@ -587,6 +588,8 @@ class Model:
                 t = f.create_group("trees")
                 for name, a in zip(TREE_ARRAYS, self.forest()):
                     t.create_dataset(name, data=a)
+                # format 5: each node's categorical bins going left, 4 words a node (zeros but at bin -1)
+                t.create_dataset("cat", data=self.forest()[7].ravel())
                 t.create_dataset("kind", data=np.array([TREE_KINDS.index(tr.kind) for tr in self.trees], np.uint8))
                 # what the grower knew of each node (format 4): split gains, rows and hessian covered
                 for name in TREE_STATS:
@@ -595,11 +598,13 @@ class Model:
             b = f.create_group("bins")
             b.create_dataset("edges", data=flat)
             b.create_dataset("offsets", data=offsets)
+            if self.bins.categorical is not None:  # format 5: the features binned one category a bin
+                b.create_dataset("categorical", data=self.bins.categorical.astype(np.uint8))
         write_bytes(path, buf.getbuffer())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Model":
-        """Read a model file (formats 1 to 4), checking everything in it first.
+        """Read a model file (formats 1 to 5), checking everything in it first.
 
         A model file is untrusted: its header must be a JSON object of at
         most :data:`MAX_HEADER_CHARS` characters with every field of the
@@ -712,7 +717,7 @@ class Model:
 
     def _tree_json(self, tr) -> dict:
         doc = tr.to_dict()
-        doc["threshold"] = [_threshold_or_none(self.bins, int(f), int(b)) if f >= 0 else None
+        doc["threshold"] = [_threshold_or_none(self.bins, int(f), int(b)) if f >= 0 and b >= 0 else None
                             for f, b in zip(tr.feature, tr.bin)]
         return doc
 
@@ -736,9 +741,23 @@ class Model:
             split = tr.feature >= 0
             if (tr.feature >= d).any() or (tr.feature < -1).any():
                 raise InputError(f"{where}: tree {k} splits on a feature outside 0..{d - 1}")
-            if split.any() and ((tr.bin[split] < 0).any()
-                                or (tr.bin[split] >= self.bins.n_bins[tr.feature[split]]).any()):
+            numeric = split & (tr.bin >= 0)
+            if numeric.any() and (tr.bin[numeric] >= self.bins.n_bins[tr.feature[numeric]]).any():
                 raise InputError(f"{where}: tree {k} holds a threshold bin outside its feature's value bins")
+            categorical = split & (tr.bin < 0)
+            if categorical.any():
+                # a categorical split (bin -1): on a categorical feature, missing values right, and only bins of
+                # its categories set (the kernels read the 4 words of any bin below 256)
+                mask = self.bins.categorical
+                feats = tr.feature[categorical]
+                if (tr.bin[categorical] != -1).any() or mask is None or not mask[feats].all() \
+                        or (tr.missing_left[categorical] != 0).any():
+                    raise InputError(f"{where}: tree {k} holds a categorical split (bin -1) that is not on a "
+                                     "categorical feature with missing values right")
+                for node, f in zip(np.flatnonzero(categorical), feats):
+                    if max(tr.left_bins(int(node)), default=-1) >= int(self.bins.n_bins[f]):
+                        raise InputError(f"{where}: tree {k} node {int(node)}: a categorical split sends a bin "
+                                         f"beyond feature {int(f)}'s {int(self.bins.n_bins[f])} categories left")
             if (tr.missing_left > 1).any():
                 raise InputError(f"{where}: tree {k}: missing_left must be 0 or 1")
             # children of node i are after i (so a walk from the root ends), each node has one parent
@@ -782,6 +801,8 @@ class Model:
             doc["trees"] = [self._tree_json(tr) for tr in self.trees]
         doc["first_voting_round"] = self.first_voting_round()
         doc["bin_edges"] = [e.tolist() for e in self.bins.edges]
+        if self.bins.categorical is not None:
+            doc["categorical_features"] = [int(j) for j in np.flatnonzero(self.bins.categorical)]
         return json.dumps(_plain(doc), sort_keys=True, allow_nan=True, separators=(",", ":"))
 
 
@@ -974,7 +995,10 @@ def _read_model(cls, f, path: str) -> "Model":
         check_flat(edges, offsets)
     except ValueError as exc:
         raise InputError(f"{path}: {exc}") from None
-    bins = BinMapper.from_flat(edges, offsets)
+    categorical = _dataset(b, "categorical", path, size, "iub", d, MAX_FEATURES, required=False)
+    if categorical is not None:
+        categorical = _in_range(categorical.astype(np.int64), f"{path}: bins/categorical", 0, 1, np.uint8)
+    bins = BinMapper.from_flat(edges, offsets, categorical)
 
     n = None
     arrays = {}
@@ -1051,12 +1075,14 @@ def _read_trees(t, path: str, size: int, V: int) -> list:
             raise InputError(f"{path}: trees/{name} must hold finite{' non-negative' if name == 'weight' else ''} "
                              "numbers")
         stats[name] = np.asarray(raw, dtype=np.int64 if kind == "iu" else np.float64)
+    cat = _dataset(t, "cat", path, size, "u", 4 * m, 4 * MAX_NODES, required=False)  # format 5
+    cat = np.zeros((m, 4), dtype=np.uint64) if cat is None else np.asarray(cat, dtype=np.uint64).reshape(m, 4)
     out = []
     for k in range(start.shape[0] - 1):
         lo, hi = int(start[k]), int(start[k + 1])
         out.append(Tree(a["feature"][lo:hi], a["bin"][lo:hi], a["missing_left"][lo:hi].astype(np.int64) & 0x1FF,
                         a["left"][lo:hi], a["right"][lo:hi], value[lo:hi], TREE_KINDS[int(kinds[k])],
-                        **{name: v[lo:hi] for name, v in stats.items()}))
+                        **{name: v[lo:hi] for name, v in stats.items()}, cat=cat[lo:hi]))
     return out
 
 

@@ -167,6 +167,121 @@ def _best_ref(hist, off, K, gs, hs, l2, min_data, min_hess, criterion, use=None)
     return best
 
 
+def _best_cat_ref(hist, off, gs, hs, l2, min_data, min_hess, categorical, rules=(4, 32, 10.0, 10.0, 100)):
+    """The categorical rules of LightGBM for one class and the Newton gain, written out plainly: numeric
+    features as :func:`_best_ref`; a categorical feature of at most ``onehot`` bins (categories + missing) tries each alone on
+    the left, else its categories of at least ``smooth`` rows sorted by ``G / (H + smooth)`` (ties: lower bin)
+    are put on the left 1, 2, ... at a time from either end (at most ``max_cat`` and half of them), a
+    candidate counted once ``min_group`` rows were added since the last, children with ``l2 + cat_l2``.
+    Returns (gain, feature, bin (-1: categorical), missing_left, bins on the left or None)."""
+    onehot, max_cat, smooth, cat_l2, min_group = rules
+    lo_rows = max(min_data, 1)
+    tot = hist[off[0]:off[1]].sum(axis=0)
+
+    def term(G, H, lam):
+        return G * G / (H + lam) if H + lam > 0 else 0.0
+
+    parent = term(tot[0] * gs, tot[1] * hs, l2)
+    best = (0.0, -1, 0, False, None)
+    for j in range(off.shape[0] - 1):
+        nb = int(off[j + 1] - off[j] - 1)
+        if not categorical[j]:
+            numeric = _best_ref(hist, off, 1, gs, hs, l2, min_data, min_hess, 0,
+                                use=np.arange(off.shape[0] - 1) == j)
+            if numeric[0] > best[0]:
+                best = (*numeric, None)
+            continue
+        slot = [hist[off[j] + b] for b in range(nb)]
+
+        def gain_of(left, lam):
+            GL = sum(float(slot[b][0]) for b in left) * gs
+            HL = sum(float(slot[b][1]) for b in left) * hs
+            NL = sum(int(slot[b][2]) for b in left)
+            return GL, HL, NL, -parent + term(GL, HL, lam) + term(tot[0] * gs - GL, tot[1] * hs - HL, lam)
+
+        if nb + 1 <= onehot:  # the missing bin counted, as LightGBM counts a categorical feature's bins
+            for b in range(nb):
+                GL, HL, NL, g = gain_of([b], l2)
+                if min(NL, tot[2] - NL) >= lo_rows and min(HL, tot[1] * hs - HL) >= min_hess and g > best[0]:
+                    best = (g, j, -1, False, [b])
+            continue
+        def key(b):
+            h = slot[b][1] * hs + smooth
+            return ((slot[b][0] * gs) / h if h > 0 else 0.0), b
+
+        used = sorted((b for b in range(nb) if slot[b][2] > 0 and slot[b][2] >= smooth), key=key)
+        tries = min(max_cat, (len(used) + 1) // 2)
+        for order in (used, used[::-1]):
+            group = 0
+            for i in range(min(len(used), tries)):
+                group += int(slot[order[i]][2])
+                GL, HL, NL, g = gain_of(order[:i + 1], l2 + cat_l2)
+                if NL < lo_rows or HL < min_hess:
+                    continue
+                if tot[2] - NL < max(lo_rows, min_group) or tot[1] * hs - HL < min_hess:
+                    break
+                if group < min_group:
+                    continue
+                group = 0
+                if g > best[0]:
+                    best = (g, j, -1, False, sorted(order[:i + 1]))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_categorical_split_matches_naive(seed):
+    """One class, the Newton gain, some features categorical: the kernel's split is the plain reference's
+    (skewed category sizes, few rows per group, the one-vs-rest and many-vs-many cases, missing values).
+    Categories of no rows in the node are left out (they cannot change a sum)."""
+    rng = np.random.default_rng(300 + seed)
+    d = int(rng.integers(1, 4))
+    nb = rng.integers(2, 40, size=d).astype(np.int64)
+    nb[0] = int(rng.choice([3, 4, 6, 30, 120, 255]))
+    categorical = rng.random(d) < 0.7
+    categorical[0] = True
+    n = int(rng.integers(50, 3000))
+    X = _binned(rng, n, d, int(nb.min()), missing=float(rng.choice([0.0, 0.1])), skew=bool(seed % 2))
+    X[0] = np.where(X[0] == MISSING, MISSING, rng.integers(0, nb[0], n) ** (2 if seed % 3 == 0 else 1) % nb[0])
+    gh = _gh(rng, n, 1, skew=bool(seed % 3 == 1))
+    gh[:, 0] += (X[0].astype(np.int64) % 5 - 2) * 2**38  # categories that matter
+    off = _tree.packed_offsets(nb)
+    hist = _hist_ref(X, gh, np.arange(n), nb)
+    rules = (4, int(rng.choice([2, 32])), float(rng.choice([0.0, 10.0])), float(rng.choice([0.0, 10.0])),
+             int(rng.choice([1, 20, 100])))
+    args = (2.0**-40, 2.0**-40, float(rng.choice([0.0, 1.0])), int(rng.choice([0, 5, 20])), 0.0)
+    got = _tree.best_split(hist, off, 1, *args, 0, categorical=categorical.astype(np.uint8),
+                           max_cat_to_onehot=rules[0], max_cat_threshold=rules[1], cat_smooth=rules[2],
+                           cat_l2=rules[3], min_data_per_group=rules[4])
+    want = _best_cat_ref(hist, off, *args, categorical, rules)
+    assert got[1:] == want[1:] and math.isclose(got[0], want[0], rel_tol=1e-9, abs_tol=1e-300), (got, want)
+
+
+def test_categorical_split_finds_the_subset_no_threshold_can():
+    """Categories 0, 2, 4 against 1, 3, 5: no threshold on the codes separates them, the categorical split
+    does, and partitions the rows by it (missing values right)."""
+    n = 1200
+    X = np.array([np.arange(n) % 6], dtype=np.uint8)
+    X[0, ::50] = MISSING
+    gh = np.zeros((n, 3), dtype=np.int64)
+    gh[:, 0] = np.where(X[0] % 2 == 0, -1, 1) * 2**30
+    gh[:, 1] = 2**30
+    gh[:, 2] = 1
+    nb = np.array([6], dtype=np.int64)
+    off = _tree.packed_offsets(nb)
+    hist = _hist_ref(X, gh, np.arange(n), nb)
+    numeric = _tree.best_split(hist, off, 1, 2.0**-30, 2.0**-30, 0.0, 20, 0.0, 0)
+    cat = _tree.best_split(hist, off, 1, 2.0**-30, 2.0**-30, 0.0, 20, 0.0, 0, categorical=np.ones(1, np.uint8))
+    assert cat[2] == -1 and cat[4] in ([0, 2, 4], [1, 3, 5]) and cat[0] > 4 * numeric[0]
+    words = np.zeros(4, dtype=np.uint64)
+    for b in cat[4]:
+        words[b // 64] |= np.uint64(1) << np.uint64(b % 64)
+    rows = np.arange(n, dtype=np.intp)
+    mid = _tree.partition(X, rows, 0, n, 0, -1, False, np.empty(n, dtype=np.intp), cat=words)
+    left = np.isin(X[0], cat[4])
+    assert mid == left.sum() and set(rows[:mid]) == set(np.flatnonzero(left))
+    assert np.all(np.diff(rows[:mid]) > 0) and np.all(np.diff(rows[mid:]) > 0)  # stable
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_best_split_matches_naive(seed):
     rng = np.random.default_rng(seed)
@@ -183,7 +298,7 @@ def test_best_split_matches_naive(seed):
     gs = hs = 2.0**-40
     args = (K, gs, hs, float(rng.choice([0.0, 1.0])), int(rng.choice([0, 1, 5])), float(rng.choice([0.0, 1e-3])),
             criterion)
-    got = _tree.best_split(hist, off, *args)
+    got = _tree.best_split(hist, off, *args)[:4]
     want = _best_ref(hist, off, *args)
     assert got[1:] == want[1:] and (got[0] == want[0] or math.isclose(got[0], want[0], rel_tol=1e-12)), (got, want)
 
@@ -213,7 +328,7 @@ def test_best_split_matches_naive_on_sparse_bins(seed):
     gs = hs = 2.0**-40
     args = (K, gs, hs, float(rng.choice([0.0, 1.0])), int(rng.choice([0, 1, 3, 10])),
             float(rng.choice([0.0, 1e-3])), criterion)
-    got = _tree.best_split(hist, off, *args)
+    got = _tree.best_split(hist, off, *args)[:4]
     want = _best_ref(hist, off, *args)
     assert got == want, (got, want)
 
@@ -232,7 +347,7 @@ def test_best_split_over_the_features_allowed(seed):
     use = rng.random(d) < 0.5
     use[int(rng.integers(d))] = True
     args = (K, 2.0**-40, 2.0**-40, 1.0, 5, 0.0, 0)
-    got = _tree.best_split(hist, off, *args, use=use.astype(np.uint8))
+    got = _tree.best_split(hist, off, *args, use=use.astype(np.uint8))[:4]
     assert got == _best_ref(hist, off, *args, use=use)
     assert got[1] == -1 or use[got[1]]
 
@@ -244,7 +359,7 @@ def test_best_split_ties_go_to_the_lowest_feature_and_bin():
     nb = np.array([3, 3], dtype=np.int64)
     off = _tree.packed_offsets(nb)
     hist = _hist_ref(X, gh, np.arange(6), nb)
-    g, f, b, ml = _tree.best_split(hist, off, 1, 1.0, 1.0, 0.0, 0, 0.0, 0)
+    g, f, b, ml, _ = _tree.best_split(hist, off, 1, 1.0, 1.0, 0.0, 0, 0.0, 0)
     assert (f, b, ml) == (0, 0, False) and g > 0
     # no positive gain: no split; one row: no split
     flat = np.zeros_like(hist)
@@ -271,17 +386,25 @@ def _walk(tree, X, i):
     node = 0
     while tree.feature[node] >= 0:
         b = X[tree.feature[node], i]
-        go = tree.missing_left[node] if b == MISSING else b <= tree.bin[node]
+        if tree.bin[node] < 0:  # categorical: the bins listed go left, missing right
+            go = b != MISSING and b in tree.left_bins(node)
+        else:
+            go = tree.missing_left[node] if b == MISSING else b <= tree.bin[node]
         node = tree.left[node] if go else tree.right[node]
     return node
 
 
-def _random_tree(rng, d, nb, leaves, V):
-    feature, bins, ml, lc, rc = [-1], [0], [0], [-1], [-1]
+def _random_tree(rng, d, nb, leaves, V, categorical=False):
+    """A random tree; with ``categorical`` about a third of its splits categorical (a random set of bins)."""
+    feature, bins, ml, lc, rc, cat = [-1], [0], [0], [-1], [-1], [[0, 0, 0, 0]]
     open_ = [0]
     while len(open_) < leaves:
         node = open_.pop(int(rng.integers(len(open_))))
         feature[node], bins[node], ml[node] = int(rng.integers(d)), int(rng.integers(nb)), int(rng.integers(2))
+        if categorical and rng.random() < 0.35:
+            bins[node], ml[node] = -1, 0
+            for b in np.flatnonzero(rng.random(nb) < 0.5):
+                cat[node][b // 64] |= 1 << (b % 64)
         lc[node], rc[node] = len(feature), len(feature) + 1
         for _ in range(2):
             feature.append(-1)
@@ -289,22 +412,24 @@ def _random_tree(rng, d, nb, leaves, V):
             ml.append(0)
             lc.append(-1)
             rc.append(-1)
+            cat.append([0, 0, 0, 0])
         open_ += [lc[node], rc[node]]
     value = rng.normal(size=(len(feature), V))
-    return Tree(feature, bins, ml, lc, rc, value)
+    return Tree(feature, bins, ml, lc, rc, value, cat=np.array(cat, dtype=np.uint64))
 
 
 def test_tree_prediction_matches_naive(threads):
     rng = np.random.default_rng(5)
     d, nb, n, V = 4, 6, 700, 3
     X = _binned(rng, n, d, nb, missing=0.2)
-    trees = [_random_tree(rng, d, nb, int(rng.integers(1, 9)), V) for _ in range(7)]
+    trees = [_random_tree(rng, d, nb, int(rng.integers(1, 9)), V, categorical=k % 2 == 1) for k in range(7)]
+    assert any(t.has_categorical for t in trees)
     coef = rng.normal(size=len(trees))
     for t in trees:
         np.testing.assert_array_equal(t.leaves(X), [_walk(t, X, i) for i in range(n)])
-    feature, bins, ml, lc, rc, value, start = flatten(trees, V)
+    feature, bins, ml, lc, rc, value, start, cat = flatten(trees, V)
     out = np.zeros((n, V))
-    _tree.add_trees(X, feature, bins, ml, lc, rc, value, start, coef, out)
+    _tree.add_trees(X, feature, bins, ml, lc, rc, cat, value, start, coef, out)
     want = np.zeros((n, V))
     for i in range(n):
         for c, t in zip(coef, trees):

@@ -100,7 +100,9 @@ class NewtonBoost:
         if "weak_learner" in params and not grows_trees(params):
             spec = TreeSpec(**{**spec.__dict__, "max_leaves": 2})  # a Newton stump
         self.spec = spec
-        self.grower = TreeGrower(spec, proto, data.cols, data.bins.n_bins)
+        # categorical features split many-vs-many (one class: LightGBM's rules, TreeSpec's cat_* fields)
+        categorical = getattr(data.bins, "categorical", None) if self.K == 1 else None
+        self.grower = TreeGrower(spec, proto, data.cols, data.bins.n_bins, categorical=categorical)
         self._cache = None  # (tree, each local row's leaf) of the tree last grown
         self._q = None  # the quantized channels (grad_bins), reused every round
         self.started = False  # a tree (holding the start in its leaves) was added
@@ -146,14 +148,25 @@ class NewtonBoost:
             step = np.where(H + l2 > 0, -G / np.where(H + l2 > 0, H + l2, 1.0), 0.0)
             return init + lr * step
 
+        def leaf_l2(sums: np.ndarray, extra: np.ndarray) -> np.ndarray:
+            """The leaves below a many-vs-many categorical split take cat_l2 more (LightGBM's outputs)."""
+            G = sums[:, :K] * sc
+            H = sums[:, K:2 * K] * sc
+            lam = l2 + extra[:, None]
+            step = np.where(H + lam > 0, -G / np.where(H + lam > 0, H + lam, 1.0), 0.0)
+            return init + lr * step
+
+        cat = leaf_l2 if self.grower.categorical is not None else None
+
         subset = self.bag(t)
         self.grower.features(self.features(t))
         if self.grad_bins:
             gq, g_scale, h_scale = self.quantized(t)
             tree, leaf = self.grower.grow(gq, K, g_scale, h_scale, leaf_value, "real", leaf_gh=self.gh, leaf_h_scale=sc,
-                                          grad_bins=self.grad_bins, n_rows=int(self.data.n_global), subset=subset)
+                                          grad_bins=self.grad_bins, n_rows=int(self.data.n_global), subset=subset,
+                                          leaf_l2=cat)
         else:
-            tree, leaf = self.grower.grow(self.gh, K, sc, sc, leaf_value, "real", subset=subset)
+            tree, leaf = self.grower.grow(self.gh, K, sc, sc, leaf_value, "real", subset=subset, leaf_l2=cat)
         if subset is not None:
             leaf = tree.leaves(self.data.cols)  # the rows out of the bag follow the tree too
         if tree.n_leaves < 2 and not first:

@@ -91,6 +91,21 @@ WEAK_LEARNER, WEAK_LEARNER_TREE_EXACT, SEARCH, MAX_LEAVES, MAX_DEPTH, MIN_DATA_I
         SPLIT_GAIN, EXCHANGE))
 TREE = (MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2, SPLIT_GAIN, EXCHANGE)
 TREE_NEWTON = (MAX_LEAVES, MAX_DEPTH, MIN_DATA_IN_LEAF, MIN_CHILD_WEIGHT, L2, EXCHANGE)
+# Native categorical splits (features the data declare categorical; LightGBM's parameters and defaults)
+CATEGORICAL_SPLITS = (
+    Param("max_cat_to_onehot", int, 4, "trees of one output: a categorical feature of at most this many bins (its "
+          "categories and the missing bin) splits one category against the rest, else many against many "
+          "(LightGBM's max_cat_to_onehot)",
+          low=1, high=255, when=_TREE, origin="beyond"),
+    Param("max_cat_threshold", int, 32, "trees: most categories on the left of a many-vs-many split (categories "
+          "sorted by G / (H + cat_smooth), taken from either end)", low=1, high=255, when=_TREE, origin="beyond"),
+    Param("cat_smooth", float, 10.0, "trees: added to a category's hessian in its sort key; a category of fewer "
+          "rows in a node never goes left there", low=0.0, high=1e12, when=_TREE, origin="beyond"),
+    Param("cat_l2", float, 10.0, "trees: L2 added for a many-vs-many split's gain and its children's leaf values",
+          low=0.0, high=1e12, when=_TREE, origin="beyond"),
+    Param("min_data_per_group", int, 100, "trees: rows added per group of categories before a many-vs-many "
+          "candidate counts, and fewest rows on its right", low=1, high=10**9, when=_TREE, origin="beyond"),
+)
 LEARNING_RATE = Param("learning_rate", float, 0.1, "shrinkage of each tree's Newton step (LightGBM's default)",
                       low=0.0, high=1.0, low_open=True, origin="beyond")
 GRAD_BINS = Param("grad_bins", int, 0,

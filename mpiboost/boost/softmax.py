@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Optional
 
 from .base import Algorithm, Hypothesis, Param
-from .params import GRAD_BINS_MULTICLASS, LEARNING_RATE, NEWTON_SAMPLING, TREE_NEWTON, check_newton_sampling
+from .params import (CATEGORICAL_SPLITS, GRAD_BINS_MULTICLASS, LEARNING_RATE, NEWTON_SAMPLING, TREE_NEWTON,
+                     check_newton_sampling)
 
 WEAK = Param("weak_learner", str, "tree",
              "the weak learner: tree (vector leaves, see --max-leaves) or stump (one split, K values per side)",
@@ -32,7 +33,8 @@ class Softmax(Algorithm):
     stop_message = "no split left that lowers the loss"
     weight_rule = "each row's gradient and hessian times its weight (LightGBM's rule)"
     parameters = (WEAK, *(p if p.when is None else Param(**{**p.__dict__, "when": ("weak_learner", "tree")})
-                          for p in TREE_NEWTON), LEARNING_RATE, GRAD_BINS_MULTICLASS, *NEWTON_SAMPLING)
+                          for p in (*TREE_NEWTON, *CATEGORICAL_SPLITS)), LEARNING_RATE, GRAD_BINS_MULTICLASS,
+                  *NEWTON_SAMPLING)
 
     @classmethod
     def check_params(cls, params: dict, given) -> None:

@@ -88,9 +88,15 @@ def merge_distinct(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.n
 
 @dataclass
 class BinMapper:
-    """Per-feature bin edges and the transform from raw values to uint8 bins."""
+    """Per-feature bin edges and the transform from raw values to uint8 bins.
+
+    A categorical feature of k categories (``categorical[j]``) holds codes 0 .. k-1 and has the edges
+    0.5, 1.5, ..., k - 1.5: code c falls in bin c; any other value (not a whole number in 0 .. k-1) is
+    missing, so a category the training rows never had goes where missing values go.
+    """
 
     edges: list[np.ndarray]
+    categorical: Optional[np.ndarray] = None  # (d,) bool, or None: no categorical feature
 
     @property
     def n_features(self) -> int:
@@ -109,9 +115,28 @@ class BinMapper:
         return np.ascontiguousarray(flat), offsets
 
     @classmethod
-    def from_flat(cls, flat: np.ndarray, offsets: np.ndarray) -> "BinMapper":
+    def from_flat(cls, flat: np.ndarray, offsets: np.ndarray, categorical=None) -> "BinMapper":
         """The mapper of :meth:`flat`'s arrays (trusted: :func:`check_flat` checks a file's)."""
-        return cls([np.asarray(flat[offsets[j] : offsets[j + 1]], dtype=np.float64) for j in range(len(offsets) - 1)])
+        return cls([np.asarray(flat[offsets[j] : offsets[j + 1]], dtype=np.float64) for j in range(len(offsets) - 1)],
+                   categorical_mask(categorical))
+
+    def with_categories(self, categories: dict) -> "BinMapper":
+        """This mapper with the features of ``categories`` ({feature: k}) categorical: one bin per code."""
+        if not categories:
+            return self
+        edges = list(self.edges)
+        mask = np.zeros(self.n_features, dtype=bool) if self.categorical is None else self.categorical.copy()
+        for j, k in categories.items():
+            edges[int(j)] = np.arange(int(k) - 1, dtype=np.float64) + 0.5
+            mask[int(j)] = True
+        return BinMapper(edges, mask)
+
+    @property
+    def categories(self) -> dict:
+        """``{feature: number of categories}`` of the categorical features."""
+        if self.categorical is None:
+            return {}
+        return {int(j): int(len(self.edges[j]) + 1) for j in np.flatnonzero(self.categorical)}
 
     def threshold(self, feature: int, bin_index: int) -> float:
         """The real threshold of the rule ``bin <= bin_index`` (``inf`` for the last bin)."""
@@ -133,12 +158,25 @@ class BinMapper:
             out = np.empty(X.shape, dtype=np.uint8)
         if X.dtype in (np.int8, np.uint8):
             _binning.apply_lut(np.ascontiguousarray(X).view(np.uint8), self._lut(X.dtype), out)
+            self._missing_unknown(X, out)
             return out
         if X.dtype not in (np.float32, np.float64, np.int16, np.int32):
             X = X.astype(np.float64)
         flat, offsets = self._flat_cached()
         _binning.apply_bins(np.ascontiguousarray(X), flat, offsets, out)
+        self._missing_unknown(X, out)
         return out
+
+    def _missing_unknown(self, X: np.ndarray, out: np.ndarray) -> None:
+        """A categorical feature's values that are no code 0 .. k-1 go to the missing bin."""
+        for j, k in self.categories.items():
+            v = X[:, j]
+            if v.dtype.kind == "f":
+                bad = ~((v >= 0) & (v <= k - 1) & (v == np.floor(v)))  # NaN included
+            else:
+                bad = (v < 0) | (v > k - 1)
+            if bad.any():
+                out[bad, j] = MISSING_BIN
 
     def _flat_cached(self) -> tuple[np.ndarray, np.ndarray]:
         if getattr(self, "_flat", None) is None:
@@ -155,6 +193,14 @@ class BinMapper:
                 np.stack([np.searchsorted(e, raw, side="left") for e in self.edges]).astype(np.uint8)
             ).reshape(self.n_features, 256)
         return cache[key]
+
+
+def categorical_mask(categorical) -> Optional[np.ndarray]:
+    """A (d,) bool mask, or None where no feature is categorical."""
+    if categorical is None:
+        return None
+    mask = np.asarray(categorical, dtype=bool)
+    return mask if mask.any() else None
 
 
 def check_flat(flat: np.ndarray, offsets: np.ndarray) -> None:

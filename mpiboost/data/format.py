@@ -23,13 +23,16 @@ A float ``y`` (no ``classes`` attribute) holds numeric targets for regression
 (finite; ``mpiboost convert --task regression``): classifiers refuse it.
 
 File attributes (all optional): ``classes``, ``feature_names`` and
-``domain_names`` (lists of strings), ``mpiboost_format`` (schema version), and
+``domain_names`` (lists of strings), ``categorical`` (JSON ``{"j": k}``: feature
+j holds category codes 0 .. k-1, k <= 255, which trees split natively, many
+categories against the rest), ``mpiboost_format`` (schema version), and
 free-form provenance (``generator``, ``source`` ...). Other datasets and
 groups are ignored by the loader (generators keep ground truth under
 ``synth/``).
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -161,6 +164,35 @@ def _read_attr(f: Any, key: str, path: str) -> Any:
         raise InputError(f"{path}: attribute '{key}' cannot be read ({exc})") from None
 
 
+CATEGORICAL_ATTR = "categorical"  # JSON {"feature index": categories}: native categorical features
+MAX_CATEGORIES = 255  # one value bin per category (bin 255 is the missing one)
+
+
+def parse_categorical(raw, d: int, where: str) -> Optional[dict]:
+    """The ``categorical`` attribute (JSON ``{"j": k}``: feature j holds category codes 0 .. k-1) as
+    ``{j: k}``, checked (InputError naming ``where``); None where absent."""
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
+        out = {int(j): int(k) for j, k in doc.items()}
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise InputError(f"{where}: attribute '{CATEGORICAL_ATTR}' is not a JSON object of feature: categories "
+                         f"({exc})") from None
+    for j, k in out.items():
+        if not 0 <= j < d:
+            raise InputError(f"{where}: attribute '{CATEGORICAL_ATTR}' names feature {j}, outside 0..{d - 1}")
+        if not 1 <= k <= MAX_CATEGORIES:
+            raise InputError(f"{where}: attribute '{CATEGORICAL_ATTR}': feature {j} has {k} categories; native "
+                             f"categorical features have 1 to {MAX_CATEGORIES}")
+    return out or None
+
+
+def categorical_attr(categorical: dict) -> str:
+    """The ``categorical`` attribute's text for ``{feature: categories}``."""
+    return json.dumps({str(int(j)): int(k) for j, k in sorted(categorical.items())})
+
+
 @dataclass
 class FileInfo:
     """What the schema says about one data file (no row data read)."""
@@ -177,6 +209,8 @@ class FileInfo:
     # The parsed ``classes`` attribute: y indexes it. None: y holds the label values.
     classes: Optional[list] = None
     has_weight: bool = False  # a 'weight' dataset: each row's sample weight (finite, >= 0; checked when read)
+    # The 'categorical' attribute: {feature: number of categories k}, the feature's values codes 0 .. k-1
+    categorical: Optional[dict] = None
 
     @property
     def is_target(self) -> bool:
@@ -285,6 +319,7 @@ def _inspect_open(f: Any, path: str) -> FileInfo:
         attrs = {k: (v.item() if hasattr(v, "item") and np.ndim(v) == 0 else v) for k, v in f.attrs.items()}
     except (OSError, TypeError, ValueError, KeyError, RuntimeError) as exc:
         raise InputError(f"{path}: an attribute cannot be read ({exc})") from None
+    categorical = parse_categorical(attrs.get(CATEGORICAL_ATTR), int(X.shape[1]), path)
     return FileInfo(
         path=path,
         n=int(X.shape[0]),
@@ -297,6 +332,7 @@ def _inspect_open(f: Any, path: str) -> FileInfo:
         attrs=attrs,
         classes=classes,
         has_weight=has_weight,
+        categorical=categorical,
     )
 
 
@@ -635,8 +671,12 @@ def write_dataset(
     y_dtype: Any = None,
     compression: Optional[str] = None,
     classes: Optional[Sequence] = None,
+    categorical: Optional[dict] = None,
 ) -> None:
     """Write arrays as one data file, atomically (temporary file + rename).
+
+    ``categorical``: ``{feature: number of categories}`` for features holding category codes (the
+    ``categorical`` attribute).
 
     ``extra`` maps dataset paths (e.g. ``"synth/component"``) to arrays stored
     beside the schema's datasets; ``weight``: each row's sample weight (the
@@ -647,6 +687,9 @@ def write_dataset(
     """
     X = np.asarray(X)
     y = np.asarray(y)
+    if categorical:
+        parse_categorical(categorical_attr(categorical), X.shape[1], str(path))
+        attrs = {**(attrs or {}), CATEGORICAL_ATTR: categorical_attr(categorical)}
     if y_dtype is None:
         # float values that are not all whole numbers are regression targets; whole ones class labels
         whole = y.dtype.kind != "f" or bool(np.all(np.isfinite(y) & (y == np.round(y))))

@@ -183,7 +183,15 @@ def _bad_label(path: str, row: int, value, classes) -> InputError:
     return InputError(f"{path}: dataset 'y' row {row}: label {value} is not one of the classes ({shown})")
 
 
-def _check_features(X: np.ndarray, path: str, row0: int) -> None:
+def _check_features(X: np.ndarray, path: str, row0: int, categorical: Optional[dict] = None) -> None:
+    for j, k in (categorical or {}).items():  # codes 0 .. k-1 (or missing) in a categorical feature
+        v = X[:, j]
+        bad = ~(((v >= 0) & (v <= k - 1) & (v == np.floor(v))) | np.isnan(v)) if v.dtype.kind == "f" \
+            else (v < 0) | (v > k - 1)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise InputError(f"{path}: dataset 'X' row {row0 + r}, feature {j}: value {v[r]} is not a category "
+                             f"code of this categorical feature (0 .. {k - 1}, or NaN for missing)")
     if X.dtype.kind == "f":
         inf = np.isinf(X)
         if inf.any():
@@ -210,6 +218,16 @@ def check_same_columns(reference: FileInfo, others: Sequence[FileInfo]) -> None:
             raise InputError(f"{info.path}: column {j} is {have[j]!r} but {reference.path} has {want[j]!r} there: "
                              "every training, validation, target and source file must have the first training "
                              "file's columns in its order (convert it with --recipe of that file)")
+        mine, theirs = info.categorical or {}, reference.categorical or {}
+        if mine != theirs:
+            j = min(set(mine.items()) ^ set(theirs.items()))[0]
+            raise InputError(f"{info.path}: column {j} has {_categories_text(mine, j)} but {reference.path} has "
+                             f"{_categories_text(theirs, j)}: the categorical columns and their categories must "
+                             "be the first training file's (convert it with --recipe of that file)")
+
+
+def _categories_text(categorical: dict, j: int) -> str:
+    return f"{categorical[j]} categories" if j in categorical else "no categories (numeric)"
 
 
 def _resolve_files(comm, paths: Sequence[str | os.PathLike]) -> list[FileInfo]:
@@ -561,12 +579,12 @@ def load(
         with comm.collective_guard():
             for g, fi, r0, arr in iter_block(files, start, stop, what=("X",)):
                 X = arr["X"]
-                _check_features(X, files[fi].path, r0)
+                _check_features(X, files[fi].path, r0, files[0].categorical)
                 a, b = np.searchsorted(mine, [g, g + X.shape[0]])
                 local_sample[filled : filled + b - a] = X[mine[a:b] - g]
                 filled += b - a
         t1 = clock()
-        bins = fit_edges(comm, local_sample, max_bins=max_bins)
+        bins = fit_edges(comm, local_sample, max_bins=max_bins).with_categories(files[0].categorical or {})
         t_edges = clock() - t1
         del local_sample
         checked = True

@@ -52,7 +52,8 @@ def gh_shift(n_global: int) -> int:
 
 @dataclass(frozen=True)
 class TreeSpec:
-    """How trees grow (the ``--max-leaves`` ... options)."""
+    """How trees grow (the ``--max-leaves`` ... options; the ``cat`` ones: LightGBM's categorical split rules,
+    for the features the data declare categorical)."""
 
     max_leaves: int = 31
     max_depth: int = 0  # 0: no limit
@@ -61,6 +62,16 @@ class TreeSpec:
     l2: float = 0.0
     split_gain: str = "newton"
     exchange: str = "center"
+    max_cat_to_onehot: int = 4
+    max_cat_threshold: int = 32
+    cat_smooth: float = 10.0
+    cat_l2: float = 10.0
+    min_data_per_group: int = 100
+
+    @property
+    def cat_rules(self) -> tuple:
+        return (int(self.max_cat_to_onehot), int(self.max_cat_threshold), float(self.cat_smooth), float(self.cat_l2),
+                int(self.min_data_per_group))
 
     @classmethod
     def from_params(cls, params: dict) -> "TreeSpec":
@@ -75,12 +86,14 @@ class Tree:
     """A binary tree over binned features; node 0 is the root, ``feature < 0`` marks a leaf.
 
     A row goes to ``left[node]`` if its bin of ``feature[node]`` is ``<= bin[node]``
-    (missing values left iff ``missing_left[node]``), else to ``right[node]``.
+    (missing values left iff ``missing_left[node]``), else to ``right[node]``; at a categorical split
+    (``bin[node] == -1``) if its bin is one of the bins set in ``cat[node]`` (4 words of 64 bits: bin b is bit
+    b % 64 of word b // 64; missing values go right).
     ``value`` (n_nodes, V) holds each leaf's output (0 at internal nodes).
     """
 
     def __init__(self, feature, bin, missing_left, left, right, value, kind: str = "real",
-                 gain=None, count=None, weight=None) -> None:
+                 gain=None, count=None, weight=None, cat=None) -> None:
         self.feature = np.ascontiguousarray(feature, dtype=np.int32)
         self.bin = np.ascontiguousarray(bin, dtype=np.int32)
         self.missing_left = np.ascontiguousarray(missing_left, dtype=np.uint8)
@@ -95,6 +108,8 @@ class Tree:
         self.gain = np.zeros(n) if gain is None else np.asarray(gain, dtype=np.float64)
         self.count = np.zeros(n, dtype=np.int64) if count is None else np.asarray(count, dtype=np.int64)
         self.weight = np.zeros(n) if weight is None else np.asarray(weight, dtype=np.float64)
+        self.cat = np.zeros((n, 4), dtype=np.uint64) if cat is None else \
+            np.ascontiguousarray(np.asarray(cat, dtype=np.uint64).reshape(n, 4))
         self._cached = None
 
     @property
@@ -113,7 +128,7 @@ class Tree:
         """The leaf (node id) of every row of feature-major bins ``cols`` (d, n)."""
         out = np.empty(cols.shape[1], dtype=np.int32)
         _tree.tree_leaves(np.ascontiguousarray(cols, dtype=np.uint8), self.feature, self.bin, self.missing_left,
-                          self.left, self.right, out)
+                          self.left, self.right, self.cat, out)
         return out
 
     def values(self, cols: np.ndarray) -> np.ndarray:
@@ -158,18 +173,31 @@ class Tree:
 
 
     # ------------------------------------------------------------- export
+    def left_bins(self, node: int) -> list:
+        """The bins going left at categorical split ``node`` (ascending)."""
+        words = self.cat[node]
+        return [b for b in range(256) if (int(words[b >> 6]) >> (b & 63)) & 1]
+
+    @property
+    def has_categorical(self) -> bool:
+        return bool(np.any((self.feature >= 0) & (self.bin < 0)))
+
     def to_dict(self) -> dict:
-        return {
+        doc = {
             "feature": self.feature.tolist(), "bin": self.bin.tolist(),
             "missing_left": self.missing_left.astype(bool).tolist(),
             "left": self.left.tolist(), "right": self.right.tolist(),
             "value": self.value.tolist(), "kind": self.kind,
         }
+        if self.has_categorical:  # each categorical split's bins going left (other nodes: null)
+            doc["left_bins"] = [self.left_bins(i) if self.feature[i] >= 0 and self.bin[i] < 0 else None
+                                for i in range(self.n_nodes)]
+        return doc
 
     def same_as(self, other: "Tree") -> bool:
         """Same structure and the same leaf values, bit for bit."""
         return all(np.array_equal(getattr(self, a), getattr(other, a))
-                   for a in ("feature", "bin", "missing_left", "left", "right")) and \
+                   for a in ("feature", "bin", "missing_left", "left", "right", "cat")) and \
             self.value.tobytes() == other.value.tobytes() and self.kind == other.kind
 
 
@@ -189,8 +217,12 @@ class TreeGrower:
         Value bins per feature (the same on every rank).
     """
 
-    def __init__(self, spec: TreeSpec, proto, cols: np.ndarray, n_bins: np.ndarray) -> None:
+    def __init__(self, spec: TreeSpec, proto, cols: np.ndarray, n_bins: np.ndarray,
+                 categorical: Optional[np.ndarray] = None) -> None:
         self.spec, self.proto, self.cols = spec, proto, cols
+        # the features whose bins are categories (split many-vs-many with one class and the Newton gain)
+        self.categorical = None if categorical is None or not np.any(categorical) else \
+            np.asarray(categorical, dtype=bool)
         self.n_bins = np.ascontiguousarray(n_bins, dtype=np.int64)
         self.off = _tree.packed_offsets(self.n_bins)
         self.d = int(cols.shape[0])
@@ -281,11 +313,11 @@ class TreeGrower:
             r = self.proto.comm.rank
             lo, hi = int(self._blocks[r]), int(self._blocks[r + 1])
             gain, f, b, m = g.find_best(node, lo, hi)
-            table = self.proto.allgather_candidates(np.array([gain, f, b, float(m)]))
+            table = self.proto.allgather_candidates(np.array([gain, f, b, float(m), *cat_halves(g.best_cat(node))]))
             k = int(np.argmax(table[:, 0]))  # first maximum: lowest rank, hence lowest feature
-            gain, f, b, m = table[k]
+            gain, f, b, m = table[k, :4]
             best = (float(gain), int(f), int(b), bool(m)) if gain > 0 else (0.0, -1, 0, False)
-            g.set_best(node, *best)
+            g.set_best(node, *best, cat_words(table[k, 4:12]))
         if best[1] < 0:
             g.release(node)  # a leaf for good: its histogram's slot is free
 
@@ -304,14 +336,16 @@ class TreeGrower:
             s = self.spec
             self._g = (K, _grower.NodeGrower(self.cols, self.XR, self.off, self.binary.astype(np.uint8),
                                              int(s.max_leaves), int(s.max_depth), int(s.min_data_in_leaf),
-                                             float(s.min_child_weight), float(s.l2), self.criterion, K))
+                                             float(s.min_child_weight), float(s.l2), self.criterion, K,
+                                             self.categorical, s.cat_rules))
             self._g[1].set_features(self._features)
         return self._g[1]
 
     def grow(self, gh: np.ndarray, K: int, g_scale: float, h_scale: float,
              leaf_value: Callable[[np.ndarray], np.ndarray], kind: str,
              subset: Optional[np.ndarray] = None, leaf_gh: Optional[np.ndarray] = None,
-             leaf_h_scale: Optional[float] = None, grad_bins: int = 0, n_rows: int = 0) -> tuple[Tree, np.ndarray]:
+             leaf_h_scale: Optional[float] = None, grad_bins: int = 0, n_rows: int = 0,
+             leaf_l2: Optional[Callable[[np.ndarray, np.ndarray], np.ndarray]] = None) -> tuple[Tree, np.ndarray]:
         """One tree for this rank's fixed-point ``gh`` (n_local, 2K+1), the same on every rank.
 
         ``leaf_value(sums)`` maps the leaves' int64 channel sums (m, 2K+1), in node order, to their
@@ -324,6 +358,9 @@ class TreeGrower:
         histogram is then built from one packed word per row and class (:mod:`mpiboost._ext._qhist`)
         where its global row count lets the three sums share an int64, and travels as int32 where every
         sum is below 2**31 (packed further for small nodes, see :meth:`_reduce`). 0: int64 channels.
+
+        ``leaf_l2(sums, extra)``, if given, replaces ``leaf_value``: ``extra`` (m,) is the l2 each leaf takes
+        beyond the spec's, ``cat_l2`` below a many-vs-many categorical split (LightGBM's rule), else 0.
 
         With no other rank the whole tree grows in one call without the GIL
         (:meth:`mpiboost._ext._grower.NodeGrower.grow_local`); over ranks, Python runs the collectives
@@ -348,7 +385,7 @@ class TreeGrower:
             g.grow_local()
         else:
             self._grow_over_ranks(g)
-        feature, binv, mleft, lc, rc, gains, node_of_row = g.tree()
+        feature, binv, mleft, lc, rc, gains, node_of_row, cat = g.tree()
         n_nodes = feature.shape[0]
         is_leaf = feature < 0
         # Leaf sums from each rank's own rows, summed exactly: every rank then computes the same
@@ -357,7 +394,16 @@ class TreeGrower:
         local_sums = _tree.leaf_sums(exact, node_of_row, n_nodes)
         table = local_sums if self.proto is None else self.proto.reduce_counts(local_sums)
         leaves = np.flatnonzero(is_leaf)
-        v = np.asarray(leaf_value(table[leaves]), dtype=np.float64)  # one call for all leaves
+        if leaf_l2 is not None:
+            # a many-vs-many categorical split's children take cat_l2 more l2 (LightGBM's leaf outputs)
+            parent = np.full(n_nodes, -1)
+            split = np.flatnonzero(~is_leaf)
+            parent[lc[split]] = split
+            parent[rc[split]] = split
+            extra = np.array([self._cat_l2_of(int(p), feature, binv, cat) for p in parent[leaves]])
+            v = np.asarray(leaf_l2(table[leaves], extra), dtype=np.float64)
+        else:
+            v = np.asarray(leaf_value(table[leaves]), dtype=np.float64)  # one call for all leaves
         value = np.zeros((n_nodes, v.shape[1]))
         value[leaves] = v
         # every internal node's sums are its children's (children come after their parent): the rows
@@ -367,9 +413,19 @@ class TreeGrower:
         # the hessian summed over the K channels in floating point: K int64 sums of up to 2**62 each would wrap
         hess = table[:, K:2 * K].astype(np.float64).sum(axis=1)
         tree = Tree(feature, binv, mleft, lc, rc, value, kind, gain=gains, count=table[:, 2 * K],
-                    weight=hess * (h_scale if leaf_h_scale is None else leaf_h_scale))
+                    weight=hess * (h_scale if leaf_h_scale is None else leaf_h_scale), cat=cat)
         self.bytes_per_tree.append(self._bytes() - sent0)
         return tree, node_of_row
+
+    def _cat_l2_of(self, parent: int, feature: np.ndarray, binv: np.ndarray, cat: np.ndarray) -> float:
+        """The extra l2 of a child of ``parent``: ``cat_l2`` if its split is categorical many-vs-many (more than
+        ``max_cat_to_onehot`` bins, the missing one counted), else 0."""
+        if parent < 0 or binv[parent] >= 0:
+            return 0.0
+        f = int(feature[parent])
+        if int(self.n_bins[f]) + 1 <= int(self.spec.max_cat_to_onehot):  # one-vs-rest (the missing bin counted)
+            return 0.0
+        return float(self.spec.cat_l2)
 
     def _grow_over_ranks(self, g) -> None:
         """Best-first growth with the collectives between the grower's steps: the root's histogram reduced,
@@ -383,16 +439,18 @@ class TreeGrower:
             packed = None
             if self.center or self._blocks is not None:
                 c = g.choose(self._blocks is None)
-                packed = [-1, 0, 0, 0.0, 0, 0, 0.0] if c is None else [c[0], c[1], c[2], float(c[3]), c[4], c[5], c[6]]
+                packed = [-1, 0, 0, 0.0, 0, 0, 0.0] + [0.0] * 8 if c is None else \
+                    [c[0], c[1], c[2], float(c[3]), c[4], c[5], c[6], *cat_halves(g.best_cat(c[0]))]
             if self._blocks is None:
-                # the split and its gain (the model keeps every node's gain: every rank the same)
-                v = self.proto.broadcast_hypothesis(packed, 7)
+                # the split, its gain (the model keeps every node's gain: every rank the same) and a
+                # categorical split's bins (4 words as 8 exact halves)
+                v = self.proto.broadcast_hypothesis(packed, 15)
             else:
                 v = np.asarray(packed, dtype=np.float64)
             node = int(v[0])
             if node < 0:
                 break
-            g.set_best(node, float(v[6]), int(v[1]), int(v[2]), bool(v[3]))
+            g.set_best(node, float(v[6]), int(v[1]), int(v[2]), bool(v[3]), cat_words(v[7:15]))
             L, R, ln, rn = g.partition(node, int(v[1]), int(v[2]), bool(v[3]))
             if self._blocks is None:
                 nl, nr = int(v[4]), int(v[5])
@@ -427,6 +485,18 @@ class TreeGrower:
             return 0
         b = self.proto.comm.bytes
         return int(b.sent + b.received)
+
+
+def cat_halves(words: np.ndarray) -> list:
+    """4 uint64 words as 8 doubles (their 32-bit halves, exact in a double) for a broadcast of floats."""
+    w = np.asarray(words, dtype=np.uint64)
+    return [float(x) for x in np.stack([w >> np.uint64(32), w & np.uint64(0xFFFFFFFF)], axis=1).ravel()]
+
+
+def cat_words(halves) -> np.ndarray:
+    """:func:`cat_halves`' inverse."""
+    h = np.asarray(halves, dtype=np.float64).astype(np.uint64).reshape(4, 2)
+    return (h[:, 0] << np.uint64(32)) | h[:, 1]
 
 
 def feature_blocks(off: np.ndarray, size: int) -> np.ndarray:
@@ -663,7 +733,7 @@ def resolve_splits(tree: Tree, value_of: Callable[[int], Optional[int]]) -> Tree
         right.append(_resolved_child(tree, int(tree.right[old]), value_of, new_id) if split else -1)
     idx = np.asarray(keep)
     return Tree(feature, bin_, ml, left, right, tree.value[idx], tree.kind, gain=tree.gain[idx],
-                count=tree.count[idx], weight=tree.weight[idx])
+                count=tree.count[idx], weight=tree.weight[idx], cat=tree.cat[idx])
 
 
 def _resolved(tree: Tree, node: int, value_of) -> int:
@@ -672,6 +742,9 @@ def _resolved(tree: Tree, node: int, value_of) -> int:
         b = value_of(int(tree.feature[node]))
         if b is None:
             break
+        if tree.bin[node] < 0:  # a categorical split
+            node = int(tree.left[node] if b in tree.left_bins(node) else tree.right[node])
+            continue
         node = int(tree.left[node] if b <= tree.bin[node] else tree.right[node])
     return node
 
@@ -683,15 +756,16 @@ def _resolved_child(tree: Tree, node: int, value_of, new_id: dict) -> int:
 
 def flatten(trees: list, V: int) -> tuple:
     """Trees as the flat arrays of the prediction kernel and the model file:
-    ``(feature, bin, missing_left, left, right, value (nodes, V), start)``; children are numbered
-    within their tree, ``start[t]`` is tree t's first node."""
+    ``(feature, bin, missing_left, left, right, value (nodes, V), start, cat (nodes, 4))``; children are
+    numbered within their tree, ``start[t]`` is tree t's first node."""
     sizes = [t.n_nodes for t in trees]
     start = np.zeros(len(trees) + 1, dtype=np.int64)
     np.cumsum(sizes, out=start[1:])
     if not trees:
         z = np.zeros(0, dtype=np.int32)
-        return z, z, np.zeros(0, np.uint8), z, z, np.zeros((0, V)), start
-    cat = np.concatenate
-    return (cat([t.feature for t in trees]), cat([t.bin for t in trees]), cat([t.missing_left for t in trees]),
-            cat([t.left for t in trees]), cat([t.right for t in trees]),
-            np.ascontiguousarray(cat([t.value for t in trees]).reshape(-1, V)), start)
+        return z, z, np.zeros(0, np.uint8), z, z, np.zeros((0, V)), start, np.zeros((0, 4), np.uint64)
+    join = np.concatenate
+    return (join([t.feature for t in trees]), join([t.bin for t in trees]), join([t.missing_left for t in trees]),
+            join([t.left for t in trees]), join([t.right for t in trees]),
+            np.ascontiguousarray(join([t.value for t in trees]).reshape(-1, V)), start,
+            np.ascontiguousarray(join([t.cat for t in trees])))
