@@ -70,7 +70,10 @@ def _brute_shapley(model, x):
         f = int(tree.feature[node])
         if f in S:
             b = int(cols[f, 0])
-            go_left = bool(tree.missing_left[node]) if b == 255 else b <= tree.bin[node]
+            if tree.bin[node] < 0:  # a categorical split: the bins listed go left, missing right
+                go_left = b != 255 and b in tree.left_bins(node)
+            else:
+                go_left = bool(tree.missing_left[node]) if b == 255 else b <= tree.bin[node]
             return expect(tree, int(tree.left[node] if go_left else tree.right[node]), S)
         lc, rc = int(tree.left[node]), int(tree.right[node])
         return (tree.count[lc] * expect(tree, lc, S) + tree.count[rc] * expect(tree, rc, S)) / tree.count[node]

@@ -91,8 +91,9 @@ class BinMapper:
     """Per-feature bin edges and the transform from raw values to uint8 bins.
 
     A categorical feature of k categories (``categorical[j]``) holds codes 0 .. k-1 and has the edges
-    0.5, 1.5, ..., k - 1.5: code c falls in bin c; any other value (not a whole number in 0 .. k-1) is
-    missing, so a category the training rows never had goes where missing values go.
+    0.5, 1.5, ..., k - 1.5: code c falls in bin c, a fraction in the bin of its integer part (as LightGBM
+    casts a category); a negative value or a code of k or more is missing, so a category the training rows
+    never had goes where missing values go.
     """
 
     edges: list[np.ndarray]
@@ -168,15 +169,19 @@ class BinMapper:
         return out
 
     def _missing_unknown(self, X: np.ndarray, out: np.ndarray) -> None:
-        """A categorical feature's values that are no code 0 .. k-1 go to the missing bin."""
+        """A categorical feature's value goes to the bin of its integer part (LightGBM's cast of a category), or
+        to the missing bin where that is no code 0 .. k-1 (negative, too large, NaN)."""
         for j, k in self.categories.items():
             v = X[:, j]
             if v.dtype.kind == "f":
-                bad = ~((v >= 0) & (v <= k - 1) & (v == np.floor(v)))  # NaN included
+                with np.errstate(invalid="ignore"):
+                    code = np.trunc(v)
+                bad = ~((v >= 0) & (code <= k - 1))  # NaN included
+                out[:, j] = np.where(bad, MISSING_BIN, np.where(bad, 0, code)).astype(np.uint8)
             else:
                 bad = (v < 0) | (v > k - 1)
-            if bad.any():
-                out[bad, j] = MISSING_BIN
+                if bad.any():
+                    out[bad, j] = MISSING_BIN
 
     def _flat_cached(self) -> tuple[np.ndarray, np.ndarray]:
         if getattr(self, "_flat", None) is None:

@@ -4,8 +4,9 @@ A categorical column (``category`` dtype, or text in an ``object`` / ``string`` 
 index of its value in the column's categories, in canonical order (numbers ascending, text by code
 point) over every rank's values; a missing value stays missing (NaN). The model records each such
 column's categories (``info["categories"]``), and prediction maps a DataFrame's values through them,
-by name: a category the training rows never had is a missing value. Trees and stumps split on the
-codes as on numbers (ranges of categories in that order).
+by name: a category the training rows never had is a missing value. Such a column (of at most 255
+categories) is a categorical feature: gbdt's trees of one output split it many categories against the
+rest; multiclass trees and stumps split on the codes as on numbers (ranges of categories in that order).
 """
 from __future__ import annotations
 

@@ -49,6 +49,12 @@ feature, unless it is categorical.
   a known category becomes all-zero indicators (--unknown-category zero, the
   default, with a warning), NaN (missing) or an error (error).
   --max-categories K (default 1000) bounds the categories of one column.
+  --categorical-encoding native writes each categorical column as one
+  feature of category codes 0..k-1 instead (k <= 255; missing and unknown
+  values NaN), declared categorical in the file: gbdt's trees (one output:
+  binary classes, regression) split such a column many categories against
+  the rest, as LightGBM's categorical_feature; other learners read the codes
+  as ordered numbers.
 
   Domains: --domain-column C takes integer domain ids as they are (when the
   first row's value is an integer), or maps any other values to 0, 1, ... in
@@ -121,6 +127,7 @@ _CSV_ONLY = (
     ("--comment-char", "comment_char"),
     ("--label-strip", "label_strip"),
     ("--categorical", "categorical"),
+    ("--categorical-encoding", "categorical_encoding"),
     ("--categories-from", "categories_from"),
     ("--categories-in", "categories_in"),
     ("--categories-out", "categories_out"),
@@ -225,6 +232,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     csv_opts.add_argument(
         "--categorical", metavar="C1,C2|auto",
         help="columns to encode one-hot (names or indices), or 'auto': every column with a non-numeric value",
+    )
+    csv_opts.add_argument(
+        "--categorical-encoding", choices=("onehot", "native"),
+        help="onehot (default): k indicator features a column; native: one feature of category codes 0..k-1 "
+        "(k <= 255), which gbdt's trees split many categories against the rest, as LightGBM's categorical_feature",
     )
     csv_opts.add_argument(
         "--categories-from", nargs="+", metavar="FILE",
@@ -401,6 +413,7 @@ def run(args: argparse.Namespace) -> int:
             no_label=bool(args.no_label) or bool(recipe.get("_no_label")),
             task=_given_or(args.task, recipe, "task", "auto"),
             weight_column=_given_or(args.weight_column, recipe, "weight_column", None),
+            categorical_encoding=_given_or(args.categorical_encoding, recipe, "categorical_encoding", "onehot"),
             encoding=_given_or(args.encoding, recipe, "encoding", None),
             categories=recipe.get("categories") if args.recipe and not (args.categorical or args.categories_in)
             else None,

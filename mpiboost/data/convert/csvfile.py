@@ -17,7 +17,7 @@ import numpy as np
 
 from ... import log
 from ...errors import InputError
-from ..format import DatasetWriter
+from ..format import CATEGORICAL_ATTR, MAX_CATEGORIES as NATIVE_MAX, DatasetWriter, categorical_attr
 from .categories import (
     MISSING,
     MISSING_TOKENS,
@@ -236,7 +236,9 @@ class _CsvParser:
 
     ``categorical`` maps a column index to (key, categories): such a column
     becomes ``len(categories)`` indicator features in place, 1 for the row's
-    category and 0 for the others; all NaN for a missing value.
+    category and 0 for the others; all NaN for a missing value. With
+    ``native`` it becomes one feature, the category's code (its index in the
+    categories), NaN for a missing value (and an unknown one, unless refused).
     """
 
     def __init__(
@@ -258,8 +260,10 @@ class _CsvParser:
         categories_source: Optional[str] = None,
         drop: Iterable[int] = (),
         weight: Optional[int] = None,
+        native: bool = False,
     ):
         self.name = name
+        self.native = native  # categorical columns as one code feature each, not one-hot
         self.weight = weight  # the sample-weight column (read as a number, not a feature), or None
         self.ncols = ncols
         self.columns = columns  # display name of every column
@@ -290,7 +294,7 @@ class _CsvParser:
         for c in self.features:
             if c in self.cat:
                 self.cat_pos[c] = pos
-                pos += len(self.cat[c].values)
+                pos += 1 if native else len(self.cat[c].values)
             else:
                 self.num_pos.append(pos)
                 pos += 1
@@ -309,11 +313,17 @@ class _CsvParser:
         out = []
         for c in self.features:
             key = names[c] if names is not None else str(c)
-            if c in self.cat:
+            if c in self.cat and not self.native:
                 out += [f"{key}={v}" for v in self.cat[c].values]
             else:
                 out.append(key)
         return out
+
+    def native_categories(self) -> dict:
+        """``{output feature: number of categories}`` of the columns written as codes (native encoding)."""
+        if not self.native:
+            return {}
+        return {self.cat_pos[c]: max(1, len(col.values)) for c, col in self.cat.items()}
 
     def parse(self, lines: list[int], rows: list[list[str]]):
         try:
@@ -388,6 +398,10 @@ class _CsvParser:
         for c, codes in codes_of.items():
             col = self.cat[c]
             a, k = self.cat_pos[c], len(col.values)
+            if self.native:  # the code itself; missing, and unknown (not refused), NaN
+                col.n_unknown += int(np.count_nonzero(codes == UNKNOWN))
+                X[:, a] = np.where(codes >= 0, codes, np.nan)
+                continue
             hit = codes >= 0
             X[every[hit], a + codes[hit]] = 1
             unknown = codes == UNKNOWN
@@ -755,6 +769,7 @@ def convert_csv(
     feature_order: Optional[Sequence[str]] = None,
     parser: str = "auto",
     weight_column: Optional[ColumnSpec] = None,
+    categorical_encoding: str = "onehot",
 ) -> ConvertResult:
     """Convert a delimited text file (one row per record) to an HDF5 data file.
 
@@ -887,6 +902,8 @@ def convert_csv(
         raise InputError(f"--skip-lines must be at least 0, got {skip_lines}")
     if comment_char is not None and not comment_char.strip():
         raise InputError("--comment-char must be a non-blank character")
+    if categorical_encoding not in ("onehot", "native"):
+        raise InputError(f"--categorical-encoding must be onehot or native, not {categorical_encoding!r}")
     if unknown_category not in UNKNOWN_POLICIES:
         raise InputError(f"--unknown-category must be one of {', '.join(UNKNOWN_POLICIES)}, not {unknown_category!r}")
     if max_categories < 1:
@@ -996,10 +1013,16 @@ def convert_csv(
             name, t.ncols, columns, label, domain, domain_ints, labels, x_dtype, t.origin,
             categorical=categorical_cols, domain_map=dmap, keep_domain=keep_domain_feature,
             unknown=unknown_category, categories_source=cats_source, drop=dropped, weight=wcol,
+            native=categorical_encoding == "native",
         )
         d = parser.d
         if d == 0:
             raise InputError(f"{t.where}: no features: every feature column is categorical without categories")
+        wide = [key for key, values in categorical_cols.values() if len(values) > NATIVE_MAX]
+        if parser.native and wide:
+            raise InputError(f"{t.where}: column {wide[0]} has {len(dict(categorical_cols.values())[wide[0]])} "
+                             f"categories; --categorical-encoding native takes at most {NATIVE_MAX} a column "
+                             "(one bin each): use --categorical-encoding onehot for it")
         if n_features is not None and n_features != d:
             raise InputError(f"{t.where}: --n-features {n_features}, but the file gives {d} features")
         feature_names = parser.feature_names(t.names)
@@ -1018,11 +1041,17 @@ def convert_csv(
             "unknown_category": unknown_category, "dtype": str(x_dtype), "feature_names": feature_names,
             **({"task": task} if task == "regression" else {}),
             **({"weight_column": t.key(wcol)} if wcol is not None else {}),
+            **({"categorical_encoding": "native"} if parser.native else {}),
         }, sort_keys=True)
         if no_label:
             attrs["unlabelled"] = 1  # y holds zeros: rows to score, not to train or evaluate on
         if categorical_cols:
             attrs["categorical_columns"] = ",".join(key for key, _ in categorical_cols.values())
+        native = parser.native_categories()
+        if native:
+            if perm is not None:  # output column i holds the file's column perm[i]
+                native = {perm.index(j): k for j, k in native.items()}
+            attrs[CATEGORICAL_ATTR] = categorical_attr(native)
         if dmap is not None:
             attrs["domain_map"] = dmap.spec
         if dropped:
