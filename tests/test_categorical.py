@@ -113,7 +113,9 @@ def test_export_and_contributions_are_lightgbms():
 
 def test_the_model_file_keeps_the_splits(tmp_path):
     """Format 5 keeps each node's bins going left and the categorical features: the loaded model predicts the
-    same bits; the canonical JSON lists the bins; a categorical split on a numeric feature is refused."""
+    same bits; the canonical JSON lists the bins; a file whose categorical split is on a numeric feature, sends
+    a bin beyond the feature's categories left, or whose mask of categorical features is the wrong size is
+    refused (exit 2)."""
     import h5py
 
     X, y = _data(regression=False)
@@ -123,11 +125,21 @@ def test_the_model_file_keeps_the_splits(tmp_path):
     np.testing.assert_array_equal(loaded.decision_function(X), model.decision_function(X))
     doc = json.loads(loaded.to_json())
     assert doc["categorical_features"] == [0] and any(t.get("left_bins") for t in doc["trees"])
-    with h5py.File(tmp_path / "m.h5", "r+") as f:
-        del f["bins/categorical"]
-    proc = run_cli(["predict", "--model", str(tmp_path / "m.h5"), "--data", str(tmp_path / "m.h5"), "--out",
-                    str(tmp_path / "p.csv")])
-    assert proc.returncode == 2 and "categorical split (bin -1) that is not on a categorical feature" in proc.stderr
+    import shutil
+
+    for name, edit, word in (
+            ("nomask", lambda f: f.__delitem__("bins/categorical"), "not on a categorical feature"),
+            ("beyond", lambda f: f["trees/cat"].__setitem__(int(np.flatnonzero(f["trees/cat"][()])[0]),
+                                                               np.uint64(1) << np.uint64(63)), "beyond feature 0's"),
+            ("mask", lambda f: (f.__delitem__("bins/categorical"),
+                                f["bins"].create_dataset("categorical", data=np.ones(2, np.uint8))),
+             "bins/categorical")):
+        bad = tmp_path / f"{name}.h5"
+        shutil.copy(tmp_path / "m.h5", bad)
+        with h5py.File(bad, "r+") as f:
+            edit(f)
+        proc = run_cli(["predict", "--model", str(bad), "--data", str(bad), "--out", str(tmp_path / "p.csv")])
+        assert proc.returncode == 2 and word in proc.stderr, (name, proc.stderr)
 
 
 def test_the_same_model_on_any_number_of_ranks(tmp_path):

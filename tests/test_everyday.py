@@ -425,6 +425,7 @@ def test_parquet_and_npy_are_read_directly(tmp_path):
     proc = run_cli(["convert", str(tmp_path / "t.parquet"), "--format", "parquet", "--label-column", "label",
                     "--drop-columns", "note", "--out", str(train)])
     assert proc.returncode == 0 and "labels no:" in proc.stdout, proc.stderr
+    assert "city (3 categories)" in run_cli(["info", str(train)]).stdout  # declared categorical: native splits
     assert run_cli(["train", "--algo", "adaboost", "--rounds", "20", "--weak-learner", "tree", "--data", str(train),
                     "--model", model, "--quiet"]).returncode == 0
     # later rows as Feather, other column order, one city, no label: the recipe's codes

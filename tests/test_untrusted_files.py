@@ -175,7 +175,7 @@ def _set(i, v):
 
 
 HEADER_CASES = {
-    "format-5": (_header_edit(format=5), "model format 5"),
+    "format-6": (_header_edit(format=6), "model format 6"),
     "format-bool": (_header_edit(format=True), "model format True"),
     "format-str": (_header_edit(format="2"), "model format 2 is not supported"),
     "format-missing": (_header_edit(format=_DROP), "model format None"),

@@ -257,6 +257,10 @@ def cmd_info(args: argparse.Namespace) -> int:
             shown = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
             print(f"  names       {shown}")
         for k, v in summary.get("attrs", {}).items():
+            if k == fmt.CATEGORICAL_ATTR:  # the features by name and their categories
+                names = summary.get("feature_names") or []
+                parsed = fmt.parse_categorical(v, summary["d"], path) or {}
+                v = ", ".join(f"{names[j] if j < len(names) else j} ({c} categories)" for j, c in sorted(parsed.items()))
             print(f"  {k:<11} {v}")
     return 0
 

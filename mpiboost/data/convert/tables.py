@@ -3,7 +3,8 @@
 A Parquet (or Arrow/Feather) file is read with pyarrow (the optional ``parquet`` extra): its numeric
 columns are features as they are; its text and dictionary columns are categorical, as the indices of
 their values among the column's categories (sorted), kept in the output's recipe so that ``--recipe``
-gives a later file the same codes. The label column is named (``--label-column``) or absent
+gives a later file the same codes, and declared categorical (the ``categorical`` attribute, for a column of
+at most 255 categories) so that gbdt's trees split them natively. The label column is named (``--label-column``) or absent
 (``--no-label``, rows to score). A ``.npy`` file holds the rows (n, d); ``--labels y.npy`` their labels.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from ...errors import InputError
 from .. import labels as lab
-from ..format import write_dataset
+from ..format import CATEGORICAL_ATTR, MAX_CATEGORIES, categorical_attr, write_dataset
 from .common import ConvertResult, PathLike, refuse_continuous
 
 
@@ -148,7 +149,9 @@ def convert_table(path: PathLike, out: PathLike, *, label_column: Optional[str] 
     if np.isinf(X).any():
         r, j = np.argwhere(np.isinf(X))[0]
         raise InputError(f"{name}: row {r}, column {features[j]!r}: an infinite value (use null for missing)")
+    native = {j: max(1, len(cats[c])) for j, c in enumerate(features) if c in cats and len(cats[c]) <= MAX_CATEGORIES}
     attrs = {"source": os.path.basename(name), "source_format": "parquet",
+             **({CATEGORICAL_ATTR: categorical_attr(native)} if native else {}),
              "recipe": json.dumps({"format": "parquet", "label_column": label_column, "drop_columns": drop or None,
                                    "categories": {c: cats[c] for c in features if c in cats} or None,
                                    "feature_names": features, "dtype": str(np.dtype(dtype)),
