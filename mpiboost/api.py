@@ -152,10 +152,12 @@ def train(
         Called every round (progress, metrics, checkpoints, early stopping).
     resume : mpiboost.model.Model, optional
         A checkpoint of the same run to continue.
-    categorical_feature : sequence of int or str, optional
+    categorical_feature : sequence of int or str, or mapping, optional
         Features (indices, or names) holding category codes 0, 1, ..., at most 255 categories: trees of one
         output split them natively, many categories against the rest (LightGBM's ``categorical_feature``).
-        A DataFrame's ``category`` and text columns are categorical anyway (their codes in canonical order).
+        Their number of categories is the largest code over the ranks plus one, or the mapping's value
+        (``{feature: categories}``). A DataFrame's ``category`` and text columns are categorical anyway (their
+        codes in canonical order).
 
     Returns
     -------
@@ -235,6 +237,7 @@ def _categorical(comm, X: Any, data, categories: Optional[dict], given: Optional
             out[names.index(c)] = max(1, len(values))
     if given is None:
         return out or None
+    sizes = dict(given) if isinstance(given, dict) else {}
     picked = []
     for g in given:
         if isinstance(g, str):
@@ -259,8 +262,14 @@ def _categorical(comm, X: Any, data, categories: Optional[dict], given: Optional
                                  f"0..{MAX_CATEGORIES - 1} (rank {comm.rank})")
             top[i] = v.max() if v.size else -1.0
     top = comm.allreduce_max(top) if comm.size > 1 else top
-    for i, j in enumerate(picked):
-        out[j] = max(1, int(top[i]) + 1)
+    for i, (g, j) in enumerate(zip(given, picked)):
+        k = max(1, int(top[i]) + 1)
+        if g in sizes:
+            if not (isinstance(sizes[g], numbers.Integral) and k <= int(sizes[g]) <= MAX_CATEGORIES):
+                raise CollectiveError(f"categorical_feature: {g!r} has codes up to {k - 1}, so {sizes[g]!r} is not "
+                                      f"its number of categories (at most {MAX_CATEGORIES})")
+            k = int(sizes[g])
+        out[j] = k
     return out or None
 
 

@@ -302,7 +302,8 @@ class MpiboostClassifier(ClassifierMixin, _Estimator):
         if self._algorithm().needs_target:  # a transfer algorithm (not AdaBoost trained on one domain)
             params = self._without_sources(comm, params, dom)
         try:
-            model = api.train(params, Xc, yc, dom, feature_names=names, comm=comm, valid=valid, weight=weight)
+            model = api.train(params, Xc, yc, dom, feature_names=names, comm=comm, valid=valid, weight=weight,
+                              categorical_feature=_categorical_feature(self.categories_, names))
         except InputError as exc:  # agreed on every rank (the API's errors are collective)
             raise ValueError(str(exc)) from exc
         if self.categories_:
@@ -594,6 +595,17 @@ def _make(cls, online: bool = False) -> type:
     return est
 
 
+def _categorical_feature(categories: Optional[dict], names) -> Optional[dict]:
+    """A DataFrame's categorical columns (their codes made by ``frames.encode``) as the API's
+    ``categorical_feature``: ``{name: number of categories}`` for those of at most 255 categories."""
+    from .data.format import MAX_CATEGORIES
+
+    if not categories or not names:
+        return None
+    out = {c: max(1, len(v)) for c, v in categories.items() if c in names and len(v) <= MAX_CATEGORIES}
+    return out or None
+
+
 def _fit_weighted(self, X, y=None, domain=None, eval_set=None, sample_weight=None):
     """Collective: train on this rank's rows, each weighing ``sample_weight`` (finite, >= 0; default 1).
 
@@ -646,6 +658,9 @@ class MpiboostRegressor(RegressorMixin, _Estimator):
             raise ValueError(f"objective={self.objective!r}: a regressor fits one of {', '.join(REGRESSION)} "
                              "(classes: GBDTClassifier)")
         comm = self._comm()
+        from .data import frames
+
+        X, self.categories_ = frames.encode(comm, X)  # a DataFrame's categorical columns: codes, agreed
 
         def check():
             Xc, yc = _validate(self, X, True, y, min_samples=1 if comm.size == 1 else 0, y_numeric=True)
@@ -658,7 +673,7 @@ class MpiboostRegressor(RegressorMixin, _Estimator):
                 pairs = list(eval_set) if isinstance(eval_set, (list, tuple)) else None
                 if not pairs or len(pairs) != 1 or len(pairs[0]) != 2:
                     raise ValueError("eval_set must be a list of one (X_valid, y_valid) pair")
-                Xv = _numeric(_validate(self, pairs[0][0], False))
+                Xv = _numeric(_validate(self, frames.apply(pairs[0][0], self.categories_), False))
                 Xv, _, _ = self._split_domain(Xv, None, names)
                 yv = np.asarray(pairs[0][1], dtype=np.float64).ravel()
                 if yv.shape[0] != Xv.shape[0]:
@@ -669,9 +684,11 @@ class MpiboostRegressor(RegressorMixin, _Estimator):
         Xc, yc, names, weight, valid = self._agreed(comm, check)
         try:
             self.model_ = api.train(self._params(), Xc, yc, feature_names=names, comm=comm, valid=valid,
-                                    weight=weight)
+                                    weight=weight, categorical_feature=_categorical_feature(self.categories_, names))
         except InputError as exc:
             raise ValueError(str(exc)) from exc
+        if self.categories_:
+            self.model_.info["categories"] = self.categories_
         self.summary_ = getattr(self.model_, "summary_", None)
         return self
 

@@ -226,3 +226,29 @@ def test_dataframe_categories_and_csv_native_encoding(tmp_path):
     assert proc.returncode == 0, proc.stderr
     with h5py.File(tmp_path / "again.h5") as f:
         assert f.attrs["categorical"] == '{"0": 8}'
+
+
+def test_the_estimators_split_a_dataframes_categories():
+    """GBDTClassifier and MpiboostRegressor fitted on a DataFrame with a category column split it natively and
+    predict a DataFrame by its category names; a mapping gives the number of categories, checked."""
+    import pandas as pd
+
+    from mpiboost.sklearn import GBDTClassifier, MpiboostRegressor
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    names = np.array(list("abcdefghij"))
+    c = rng.integers(0, 10, n)
+    x = rng.normal(size=n)
+    df = pd.DataFrame({"col": pd.Categorical(names[c]), "x": x})
+    y = ((c % 2) * 2 - 1 + 0.3 * x + rng.normal(size=n) > 0).astype(int)
+    clf = GBDTClassifier(rounds=10, max_leaves=4).fit(df, y)
+    reg = MpiboostRegressor(rounds=10).fit(df, (c % 2) + x)
+    for est in (clf, reg):
+        assert any(t.has_categorical for t in est.model_.trees)
+    assert np.mean(clf.predict(df.iloc[::-1]) == y[::-1]) > 0.8  # by name, in any row order
+    X = np.column_stack([c, x])
+    m = mpiboost.train({"algo": "gbdt", "rounds": 3}, X, y, categorical_feature={0: 12})
+    assert m.bins.categories == {0: 12}
+    with pytest.raises(CollectiveError, match="is not its number of categories"):
+        mpiboost.train({"algo": "gbdt", "rounds": 3}, X, y, categorical_feature={0: 5})
