@@ -63,7 +63,7 @@ def _shard(X, y, K, lo=0, hi=None):
 
 
 def _run(params, shard, rounds, comm=None, seed=3):
-    algo = AgnosticBatch({"rounds": rounds, **params})
+    algo = AgnosticBatch({"rounds": rounds, "weak_learner": "stump", **params})  # the class stumps' mechanics
     algo.setup(shard, Protocol(comm or Comm(_mpi().COMM_SELF)), seed)
     out = []
     for t in range(1, rounds + 1):
@@ -173,7 +173,8 @@ def synth_files():
 def test_collective_the_model_file_is_the_same_on_1_to_4_ranks(synth_files, relabel):
     comms = comms_of_every_size()
     fit = lambda comm, **kw: train(comm, [synth_files["train"]], algorithm="agnostic-batch", rounds=12,  # noqa: E731
-                                   params={"relabel": relabel}, seed=5, threads=1, **kw).model.to_json()
+                                   params={"relabel": relabel, "weak_learner": "stump"}, seed=5, threads=1,
+                                   **kw).model.to_json()
     reference = fit(comms[0])
     for comm in comms[1:]:
         assert fit(comm) == reference, f"{comm.size} ranks"
@@ -222,8 +223,8 @@ def test_many_classes_do_not_collapse(tmp_path):
                       threads=1).model
         return float(np.mean(model.predict_raw(X[te].astype(np.float64)) == y[te])), model
 
-    fixed, _ = accuracy("agnostic-batch", gamma=0.3)
-    default, model = accuracy("agnostic-batch")
+    fixed, _ = accuracy("agnostic-batch", gamma=0.3, weak_learner="stump")
+    default, model = accuracy("agnostic-batch", weak_learner="stump")
     samme, _ = accuracy("samme", weak_learner="stump")  # class stumps against class stumps
     assert fixed < 0.65 < default, (fixed, default)
     assert default > samme - 0.05, (default, samme)

@@ -18,8 +18,8 @@ def test_a_vote_no_better_than_chance_is_flagged(tmp_path, capsys):
     data = tmp_path / "ls.h5"
     assert _run("synth", "longservedio", "--n", 20000, "--noise", 0.01, "--seed", 1, "--out", data) == 0
     capsys.readouterr()
-    base = ["train", "--algo", "smoothboost", "--noise-check", "off", "--rounds", 100, "--beta", 0.2, "--epsilon", 0.1,
-            "--data", data]
+    base = ["train", "--algo", "smoothboost", "--weak-learner", "stump", "--noise-check", "off", "--rounds", 100,
+            "--beta", 0.2, "--epsilon", 0.1, "--data", data]
     metrics = tmp_path / "m.jsonl"
     assert _run(*base, "--gamma", 0.02, "--model", tmp_path / "m.h5", "--metrics", metrics) == 0
     err = capsys.readouterr().err
@@ -41,8 +41,8 @@ def test_the_noise_check_replaces_a_vote_no_better_than_chance(tmp_path, capsys)
 
     data = tmp_path / "ls.h5"
     assert _run("synth", "longservedio", "--n", 20000, "--noise", 0.01, "--seed", 1, "--out", data) == 0
-    assert _run("train", "--algo", "smoothboost", "--rounds", 100, "--beta", 0.2, "--epsilon", 0.1, "--gamma", 0.02,
-                "--data", data, "--model", tmp_path / "m.h5") == 0
+    assert _run("train", "--algo", "smoothboost", "--weak-learner", "stump", "--rounds", 100, "--beta", 0.2,
+                "--epsilon", 0.1, "--gamma", 0.02, "--data", data, "--model", tmp_path / "m.h5") == 0
     assert "warning" not in capsys.readouterr().err
     m = Model.load(str(tmp_path / "m.h5"))
     rec = m.info["noise_check"]

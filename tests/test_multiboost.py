@@ -329,7 +329,7 @@ def test_chebyshev_model_matches_exact_sums(seed):
 def test_line_search_step_is_the_exact_minimizer():
     """MultiBoost's step (model-based line search) is the minimizer of the soft-max to 1e-8."""
     train = multisource.generate(6000, seed=3)
-    mb = MultiBoost({})
+    mb = MultiBoost({"weak_learner": "stump"})
     mb.setup(_shard(train.X, train.y, train.domain, 3), _self_proto())
     for t in range(1, 13):
         h = mb.select(t)
@@ -367,7 +367,7 @@ def test_one_domain_multiboost_is_adaboost(weighted):
     shard = _shard(X, y, np.zeros(n, dtype=np.int32), 1)
     if weighted:
         shard.weight = rng.uniform(0.2, 3.0, n)
-    mb = MultiBoost({"step": "closed-form"})
+    mb = MultiBoost({"step": "closed-form", "weak_learner": "stump"})
     mb.setup(shard, _self_proto())
     ab = AdaBoost({"weak_learner": "histogram"})
     ab.setup(shard, _self_proto())
@@ -385,7 +385,8 @@ def test_multiboost_beats_adaboost_all_on_conflicting_domains():
     test = multisource.generate(9000, seed=2)
     shard = _shard(train.X, train.y, train.domain, 3)
     results = {}
-    for name, algo in (("multiboost", MultiBoost({})), ("adaboost", AdaBoost({"weak_learner": "histogram"}))):
+    for name, algo in (("multiboost", MultiBoost({"weak_learner": "stump"})),
+                       ("adaboost", AdaBoost({"weak_learner": "histogram"}))):
         algo.setup(shard, _self_proto())
         for t in range(1, 41):
             h = algo.select(t)
@@ -405,7 +406,7 @@ def test_multiboost_beats_adaboost_all_on_conflicting_domains():
 def test_exact_max_stops_when_stuck():
     """temperature 0 is the paper's exact max: tied domains whose experts conflict leave no descent."""
     train = multisource.generate(3000, seed=1)
-    mb = MultiBoost({"temperature": 0.0})
+    mb = MultiBoost({"temperature": 0.0, "weak_learner": "stump"})
     mb.setup(_shard(train.X, train.y, train.domain, 3), _self_proto())
     assert mb.select(1) is None
 
@@ -444,7 +445,8 @@ def test_shared_gates_are_not_worse_than_pooling_where_the_domains_share_the_rul
     X, y, domain = _shared_concept(1200, 1)
     Xt, yt, dt = _shared_concept(30000, 2)
     errors = {}
-    for name, algo in (("shared", MultiBoost({})), ("paper", MultiBoost({"gates": "paper"})),
+    for name, algo in (("shared", MultiBoost({"weak_learner": "stump"})),
+                       ("paper", MultiBoost({"gates": "paper", "weak_learner": "stump"})),
                        ("adaboost", AdaBoost({"weak_learner": "histogram"}))):
         algo.setup(_shard(X, y, domain, 3), _self_proto())
         errors[name] = _agnostic_error(algo, Xt, yt, dt, 60)

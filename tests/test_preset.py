@@ -70,7 +70,7 @@ def test_smoothboost_paper_preset_is_the_papers_options(tmp_path):
     y = (X[:, 0] + 0.5 * rng.normal(size=1200) > 0).astype(np.int8)
     a = mpiboost.train({"algo": "smoothboost", "rounds": 8, "preset": "paper"}, X, y)
     b = mpiboost.train({"algo": "smoothboost", "rounds": 8, "search": "sample", "epsilon": 0.1, "gamma": 0.15,
-                        "noise-check": "off"}, X, y)
+                        "noise-check": "off", "weak-learner": "stump"}, X, y)
     assert a.params["gamma"] == 0.15 and a.params["search"] == "sample" and a.params["noise_check"] == "off"
     np.testing.assert_array_equal(a.feature, b.feature)
     np.testing.assert_array_equal(a.coef, b.coef)

@@ -343,10 +343,10 @@ def test_multiboost_and_fedmultiboost_take_trees_and_the_logistic_loss(tmp_path,
         return max(wrong[b["domain"] == k].mean() for k in np.unique(b["domain"]))
 
     errors = {}
-    for name, args in (("stump", ["--algo", "multiboost"]),
+    for name, args in (("stump", ["--algo", "multiboost", "--weak-learner", "stump"]),
                        ("tree", ["--algo", "multiboost", "--weak-learner", "tree"]),
                        ("tree-logistic", ["--algo", "multiboost", "--weak-learner", "tree", "--loss", "logistic"]),
-                       ("stump-logistic", ["--algo", "multiboost", "--loss", "logistic"]),
+                       ("stump-logistic", ["--algo", "multiboost", "--weak-learner", "stump", "--loss", "logistic"]),
                        ("tree-paper", ["--algo", "multiboost", "--weak-learner", "tree", "--gates", "paper",
                                        "--max-leaves", 8]),
                        ("fed-tree", ["--algo", "fedmultiboost", "--weak-learner", "tree", "--max-leaves", 8])):
@@ -407,7 +407,7 @@ def test_agnostic_batch_takes_class_trees(tmp_path):
     _synth(tmp_path, "multiclass", "--n", 2000, "--classes", 6, "--seed", 2, "--out", tmp_path / "mc-test.h5")
     a, b = fmt.read_arrays(tmp_path / "mc.h5"), fmt.read_arrays(tmp_path / "mc-test.h5")
     errors = {}
-    for name, args in (("stump", []), ("tree", ["--weak-learner", "tree"]),
+    for name, args in (("stump", ["--weak-learner", "stump"]), ("tree", []),  # trees: the default
                        ("tree-random", ["--weak-learner", "tree", "--relabel", "random", "--samples", 1500])):
         path, metrics = tmp_path / f"{name}.h5", tmp_path / f"{name}.jsonl"
         assert _run("train", "--algo", "agnostic-batch", "--data", tmp_path / "mc.h5", "--rounds", 40, "--model",

@@ -73,7 +73,7 @@ from ..weak.class_stump import PACKED_SIZE
 from ..weak.stump import MAX_SAMPLES, Stump
 from .base import Algorithm, Hypothesis, Param
 from .losses import grows_trees
-from .params import TREE_NEWTON
+from .params import TREE_NEWTON, trees_by_default
 
 WEAK_LEARNER = Param(
     "weak_learner", str, "stump",
@@ -148,7 +148,7 @@ class AgnosticBatch(Algorithm):
     stop_message = "rounds"  # select never ends training: every round adds a stump
     weak_learners = ("stump", "tree")
     parameters = (
-        WEAK_LEARNER,
+        *trees_by_default((WEAK_LEARNER,)),  # class trees validate better; the paper: class stumps
         *TREE_NEWTON,
         Param("gamma", float, None,
               "the weak learner's assumed advantage gamma: the OGD step is eta = gamma / sqrt(T) and a "

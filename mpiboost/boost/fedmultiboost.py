@@ -36,7 +36,7 @@ import numpy as np
 from ..weak.stump import Stump
 from .base import Hypothesis, Param
 from .multiboost import ACTIVE_TOL, Q_DATA, Q_L2, MultiBoost
-from .params import TREE, WEAK_LEARNER_TREE_EXACT
+from .params import TREE, WEAK_LEARNER_TREE_EXACT, trees_by_default
 
 
 class FedMultiBoost(MultiBoost):
@@ -46,7 +46,7 @@ class FedMultiBoost(MultiBoost):
     exact_losses = False  # the center only sees the sampled clients' aggregates
     losses = ("exponential",)
     parameters = (
-        WEAK_LEARNER_TREE_EXACT,
+        *trees_by_default((WEAK_LEARNER_TREE_EXACT,)),  # trees validate better; the paper: stumps
         *TREE,
         Param("client_size", int, 100, "rows per client (consecutive rows of a domain)", low=1),
         Param("clients_per_round", int, 10, "clients sampled per domain per round", low=1),

@@ -108,7 +108,7 @@ from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param
 from .linesearch import exponential_family, minimize_max
 from .losses import grows_trees, loss_of
-from .params import TREE, WEAK_LEARNER_TREE_EXACT
+from .params import TREE, WEAK_LEARNER_TREE_EXACT, trees_by_default
 
 STEP_RULES = ("line-search", "lemma1", "closed-form", "sqrt")
 ORDERS = (8, 10, 12, 16, 20, 24)  # Chebyshev orders of the line search's row pass
@@ -292,7 +292,7 @@ class MultiBoost(Algorithm):
     weak_learners = ("stump", "tree")
     losses = LOSSES
     parameters = (
-        WEAK_LEARNER_TREE_EXACT,
+        *trees_by_default((WEAK_LEARNER_TREE_EXACT,)),  # trees validate better; the paper: stumps
         *TREE,
         Param("tree_leaves", str, "newton",
               "trees: each leaf's value, newton (its own G / (H + l2) from its rows' gradient and curvature sums, "

@@ -53,7 +53,8 @@ import numpy as np
 from .base import Hypothesis, Param
 from .cells import CellWeights, project
 from .losses import grows_trees
-from .params import BETA, ENTITY_BALANCED, N_SAMPLES, SAMPLE_FACTOR, SEARCH, TRAIN_DOMAIN, TREE, WEAK_LEARNER
+from .params import (BETA, ENTITY_BALANCED, N_SAMPLES, SAMPLE_FACTOR, SEARCH, TRAIN_DOMAIN, TREE, WEAK_LEARNER,
+                     trees_by_default)
 from .reweighting import Reweighting
 
 
@@ -101,7 +102,7 @@ class SmoothBoost(Reweighting):
                    "D(i) <= p(i) / epsilon (the cap relative to the weights; with equal weights 1/(epsilon n)); "
                    "integer weights give the repeated rows' stumps")
     parameters = (
-        WEAK_LEARNER,
+        *trees_by_default((WEAK_LEARNER,)),  # trees validate better (docs/results/trees.md); the paper: stumps
         replace(SEARCH, paper="sample"),  # the paper's protocol: a weighted sample of rows per round
         Param("epsilon", float, 0.2,
               "smoothness: no row holds more than 1/(epsilon n) of the weight; auto: the best of "
@@ -153,7 +154,8 @@ class SmoothBoost(Reweighting):
             return {}  # out of range: the declared check names the option
         if params.get("preset") == "paper":
             return {"gamma": 0.5 * (0.5 - beta)}  # the paper's gamma = (1/2 - beta)/2: 0.15 at beta 0.2
-        return {"gamma": gamma_for_rounds(rounds, beta, str(params.get("weak_learner") or "stump"))}
+        learner = params.get("weak_learner") or cls.declared("weak_learner").default
+        return {"gamma": gamma_for_rounds(rounds, beta, str(learner))}
 
     def __init__(self, params=None) -> None:
         super().__init__(params)
