@@ -294,6 +294,38 @@ def test_convert_weight_column_gives_the_weight_dataset(tmp_path):
         assert f["X"].shape == (len(y), 1)
 
 
+def test_convert_libsvm_weights_file(tmp_path):
+    """LIBSVM with --weights W (LightGBM's .weight file, one a line): the weight dataset, the same model as the
+    API's weight=; a bad weight exits 2 naming the line, a count that is not the rows' naming both files."""
+    import h5py
+
+    X, y, w = _data(n=300)
+    w = w * 0.5
+    lines = [f"{int(y[i])} " + " ".join(f"{j + 1}:{X[i, j]:g}" for j in range(X.shape[1]) if X[i, j] != 0)
+             for i in range(len(y))]
+    (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
+    (tmp_path / "d.svm.weight").write_text("\n".join(f"{v:g}" for v in w) + "\n")
+    proc = run_cli(["convert", "--format", "libsvm", "--n-features", "4", str(tmp_path / "d.svm"), "--weights",
+                    str(tmp_path / "d.svm.weight"), "--out", str(tmp_path / "d.h5")])
+    assert proc.returncode == 0, proc.stderr
+    with h5py.File(tmp_path / "d.h5") as f:
+        np.testing.assert_array_equal(f["weight"][()], w)
+    proc = run_cli(["train", "--algo", "gbdt", "--data", str(tmp_path / "d.h5"), "--rounds", "5", "--model",
+                    str(tmp_path / "m.h5"), "--quiet"])
+    assert proc.returncode == 0, proc.stderr
+    api = mpiboost.train({"algo": "gbdt", "rounds": 5}, X.astype(np.float32).astype(float), y, weight=w)
+    np.testing.assert_array_equal(Model.load(tmp_path / "m.h5").decision_function(X), api.decision_function(X))
+    (tmp_path / "bad.weight").write_text("1\n2\n-3\n")
+    proc = run_cli(["convert", "--format", "libsvm", str(tmp_path / "d.svm"), "--weights", str(tmp_path / "bad.weight"),
+                    "--out", str(tmp_path / "b.h5")])
+    assert proc.returncode == 2 and "bad.weight:3: '-3' is not a weight" in proc.stderr, proc.stderr
+    (tmp_path / "short.weight").write_text("1\n2\n")
+    proc = run_cli(["convert", "--format", "libsvm", str(tmp_path / "d.svm"), "--weights",
+                    str(tmp_path / "short.weight"), "--out", str(tmp_path / "s.h5")])
+    assert proc.returncode == 2 and "short.weight: 2 weights, but" in proc.stderr, proc.stderr
+    assert not (tmp_path / "b.h5").exists() and not (tmp_path / "s.h5").exists()
+
+
 def test_weighted_validation_error_and_evaluate(tmp_path):
     """Validation rows with weights: the error that picks rounds is sum(w [wrong]) / sum(w), numpy's on the
     model's predictions; evaluate reports it as weighted_error beside the plain error, and weighted_auc

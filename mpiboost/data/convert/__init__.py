@@ -206,7 +206,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     csv_opts.add_argument(
         "--weight-column", metavar="C",
         help="(csv, parquet) a column of sample weights (finite numbers >= 0): written as the file's weight "
-        "dataset, not a feature (gbdt, softmax, adaboost and samme train on them)"
+        "dataset, not a feature (every batch algorithm trains on them)"
+    )
+    parser.add_argument(
+        "--weights", metavar="W",
+        help="(libsvm) a text file of sample weights, one a line in the rows' order (LightGBM's .weight file): "
+        "written as the file's weight dataset",
     )
     csv_opts.add_argument(
         "--drop-columns", metavar="C1,C2",
@@ -358,6 +363,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--format {fmt} converts one input file, got {len(inputs)}: {' '.join(inputs)}")
     if args.labels is not None and fmt != "npy":
         raise InputError("--labels: only for --format npy")
+    if args.weights is not None and fmt != "libsvm":
+        raise InputError("--weights: only for --format libsvm (CSV and Parquet: --weight-column)")
     if args.task is not None and fmt == "amazon":
         raise InputError("--task: not for --format amazon (its labels are the reviews' classes)")
     if fmt == "parquet":
@@ -382,6 +389,7 @@ def run(args: argparse.Namespace) -> int:
             compression=compression,
             limit=args.limit,
             task=args.task or "auto",
+            weights=args.weights,
         )
     elif fmt == "csv":
         recipe = _recipe(args, inputs[0]) if args.recipe else {}

@@ -1,6 +1,7 @@
 """LIBSVM/svmlight text to HDF5: `label idx:val idx:val ...`, one row a line."""
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import Iterator, Optional
@@ -244,6 +245,7 @@ def convert_libsvm(
     compression: Optional[str] = None,
     limit: Optional[int] = None,
     task: str = "auto",
+    weights: Optional[PathLike] = None,
 ) -> ConvertResult:
     """Convert a LIBSVM/svmlight file to an HDF5 data file.
 
@@ -271,6 +273,9 @@ def convert_libsvm(
         Convert only the first ``limit`` rows.
     task : {"auto", "classification", "regression"}
         ``"regression"``: the labels are numeric targets, written as float64 (LIBSVM regression sets).
+    weights : str or os.PathLike, optional
+        A text file of sample weights, one a line in the rows' order (LightGBM's ``.weight`` file), as
+        many as the rows converted: written as the ``weight`` dataset.
 
     Returns
     -------
@@ -314,6 +319,7 @@ def convert_libsvm(
     else:
         d = int(n_features)
 
+    wt = None if weights is None else read_weight_file(weights)
     labels = label_map()
     parser = _LibsvmParser(name, labels, d, x_dtype)
     counts = _TargetCounts() if task == "regression" else _Counts(labels.deferred)
@@ -322,16 +328,23 @@ def convert_libsvm(
     with _Source(path) as src, _Progress(src, "converting"):
         with DatasetWriter(
             out, d, x_dtype=x_dtype, attrs=attrs, compression=compression, deferred_y=labels.deferred,
-            y_dtype=np.float64 if task == "regression" else np.int8,
+            y_dtype=np.float64 if task == "regression" else np.int8, with_weight=wt is not None,
         ) as w:
             for batch in _libsvm_batches(src, _chunk_rows(d, x_dtype), limit):
                 y, rows, cols, vals = parser.parse(batch)
                 X = np.zeros((len(batch), d), dtype=x_dtype)
                 X[rows, cols] = vals
-                w.append(X, y)
+                part = None
+                if wt is not None:
+                    if w.n + len(batch) > wt.size:
+                        raise InputError(f"{weights}: {wt.size:,} weights, but {name} has more rows")
+                    part = wt[w.n:w.n + len(batch)]
+                w.append(X, y, weight=part)
                 counts.add(y)
             if w.n == 0:
                 raise InputError(f"{name}: no data rows")
+            if wt is not None and limit is None and wt.size != w.n:
+                raise InputError(f"{weights}: {wt.size:,} weights for the {w.n:,} rows of {name}")
             if labels.deferred:
                 resolved = labels.resolve()
                 refuse_continuous(f"{name}: the label", resolved.classes, task)
@@ -343,3 +356,24 @@ def convert_libsvm(
         targets=counts.describe() if task == "regression" else None,
     )
 
+
+def read_weight_file(path: PathLike) -> np.ndarray:
+    """Sample weights from a text file, one a line (blank lines skipped); InputError naming the line of a
+    weight that is not a finite number >= 0."""
+    out = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for i, line in enumerate(f, 1):
+                tok = line.strip()
+                if not tok:
+                    continue
+                try:
+                    v = float(tok)
+                except ValueError:
+                    v = float("nan")
+                if not (math.isfinite(v) and v >= 0):
+                    raise InputError(f"{path}:{i}: '{tok}' is not a weight (a finite number >= 0)")
+                out.append(v)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the weights ({exc})") from None
+    return np.asarray(out, dtype=np.float64)
