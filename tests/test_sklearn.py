@@ -147,7 +147,7 @@ def test_feature_importances_and_names_from_a_dataframe():
     pd = pytest.importorskip("pandas")
     X, y = _blobs(k=2)
     frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
-    est = SmoothBoostClassifier(rounds=30).fit(frame, y)
+    est = SmoothBoostClassifier(rounds=30, weak_learner="stump").fit(frame, y)
     assert list(est.feature_names_in_) == ["a", "b", "c", "d"] and est.model_.feature_names == ["a", "b", "c", "d"]
     imp = est.feature_importances_
     assert imp.shape == (4,) and np.isclose(imp.sum(), 1) and imp[:2].sum() > imp[2:].sum()  # y depends on a, b

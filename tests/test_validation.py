@@ -166,12 +166,12 @@ def test_resume_makes_the_same_choice(noisy, tmp_path):
 
 def test_resume_keeps_the_epsilon_choice(noisy, tmp_path):
     ckpt = tmp_path / "c.h5"
-    args = ("--algo", "smoothboost", "--epsilon", "auto", "--valid-fraction", "0.2", "--gamma", "0.05",
-            "--checkpoint", ckpt)  # gamma given: its default follows --rounds
+    args = ("--algo", "smoothboost", "--weak-learner", "stump", "--epsilon", "auto", "--valid-fraction", "0.2",
+            "--gamma", "0.05", "--checkpoint", ckpt)  # gamma given: its default follows --rounds
     _train(noisy, tmp_path / "part.h5", *args, "--rounds", "15")
     assert Model.load(ckpt).info["search"]["chosen"]  # the checkpoint records the choice
     resumed = _train(noisy, tmp_path / "res.h5", *args, "--rounds", "30", "--resume")
-    straight = _train(noisy, tmp_path / "str.h5", *args[:8], "--rounds", "30")
+    straight = _train(noisy, tmp_path / "str.h5", *args[:10], "--rounds", "30")
     assert _core(resumed) == _core(straight) and resumed.info["search"] == straight.info["search"]
 
 

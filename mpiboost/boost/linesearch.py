@@ -70,8 +70,9 @@ def minimize_max(
     evals = 0 if at_zero is not None else 1
     top = F.max()
     active = F >= top * (1 - 1e-12)
-    if F1[active].max() >= 0:
-        return 0.0, evals  # no descent from 0
+    if not active.any() or F1[active].max() >= 0:
+        # no descent from 0; or no finite maximum (a loss underflowed to nothing on separable rows)
+        return 0.0, evals
     lo, hi = 0.0, math.inf
     best_eta, best_val, best_slope = 0.0, top, -float(F1[active].max())
     eta = eta0 if eta0 > 0 and math.isfinite(eta0) else 1.0

@@ -505,6 +505,8 @@ class MultiBoost(Algorithm):
             w = (F >= top * (1.0 - 1e-12)).astype(np.float64)
         else:
             w = np.exp((F - top) / tau)
+        if not w.sum() > 0:  # every loss underflowed (separable rows, huge steps): the domains alike
+            w = np.ones_like(F)
         return w / w.sum(), tau
 
     def select(self, t: int) -> Optional[Hypothesis]:

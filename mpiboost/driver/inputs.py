@@ -70,6 +70,8 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
         takers = [n for n, c in boost.ALGORITHMS.items() if c.weight_rule]
         raise CollectiveError(f"the training data have sample weights, which {cls.name} does not take (yet): "
                               f"train {', '.join(takers)}, or drop the 'weight' dataset")
+    if shard.weight is not None and not shard.regression:
+        _check_weighted_classes(comm, shard)
     if task == "binary":
         shard.y = lab.signed(shard.y)
     vshard = None
@@ -124,3 +126,23 @@ def load_aligned_rows(comm, paths: Sequence[str], shard: Shard, dedicated_coordi
     elif extra.n_domains > shard.n_domains:
         raise InputError(f"{option} has {extra.n_domains} domains but the training data has {shard.n_domains}")
     return extra.X, ids[extra.domain].astype(np.int32)
+
+
+def _check_weighted_classes(comm, shard) -> None:
+    """Collective: a classifier's weighted rows must hold two classes (CollectiveError otherwise): rows of weight
+    0 do not count, as in LightGBM and scikit-learn."""
+    from .._ext import _exact
+
+    classes = list(shard.classes) if shard.classes is not None else [-1, 1]
+    index = np.asarray(shard.y)
+    if shard.classes is None:
+        index = (index > 0).astype(np.int64)
+    w = np.asarray(shard.weight, dtype=np.float64)
+    terms = [_exact.partials(np.ascontiguousarray(w[index == k])) for k in range(len(classes))]
+    with comm.primitive("reduce_stats"):
+        sums = comm.sum_terms(terms)
+    weighted = [c for c, s in zip(classes, sums) if s > 0]
+    if len(weighted) < 2:
+        raise CollectiveError(f"the sample weights leave {len(weighted)} class of positive weight "
+                              f"({', '.join(map(repr, weighted)) or 'none'}): a classifier needs two classes "
+                              "with weight")
