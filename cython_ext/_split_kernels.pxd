@@ -291,12 +291,6 @@ cdef inline void best_split_core(const fixed_t* hist, const long long* off, idx_
     out.missing_left = bml
 
 
-cdef inline bint _goes_left(bin_t b, int bin, bint missing_left) noexcept nogil:
-    if b == MISSING_BIN:
-        return missing_left
-    return b <= bin
-
-
 cdef inline idx_t partition_core(const bin_t* col, idx_t* rows, idx_t lo, idx_t hi, int bin, bint missing_left,
                           idx_t* scratch, unsigned char* side, idx_t* lefts, int max_threads,
                           const uint64_t* cat=NULL) noexcept nogil:
