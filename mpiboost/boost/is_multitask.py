@@ -127,8 +127,8 @@ class ISMultitask(Algorithm):
               "from the class prior, halved onto the exponential loss's scale), pooled (one AdaBoost of the weak "
               "learner on every task's rows) or zero (the paper's); both fitted starts are cut at their best "
               "validation round when there are validation rows; auto: chosen with the other auto values on "
-              "validation rows", choices=("zero", "pooled", "logistic"), grid=("zero", "pooled", "logistic"), origin="beyond",
-              paper="zero"),
+              "validation rows", choices=("zero", "pooled", "logistic"), grid=("zero", "pooled", "logistic"),
+              origin="beyond", paper="zero"),
         Param("start_rounds", int, None, "the rounds (at most) of the start: default 100 trees for logistic "
               "(LightGBM's), 200 for pooled", low=1, high=100_000),
         Param("learning_rate", float, None, "each step adds nu alpha f, alpha the exact step: default "

@@ -184,7 +184,9 @@ class SmoothBoost(Reweighting):
         # distribution); rows of one history no longer share a weight, so the weights are per row.
         self.base = None if getattr(data, "weight", None) is None else self.w.copy()
         store = self.params["weight_store"]
-        if store == "cells" and self.base is None and not self.params.get("entity_balanced") and self.params.get("train_domain") is None:
+        per_row = self.base is not None or self.params.get("entity_balanced") or \
+            self.params.get("train_domain") is not None
+        if store == "cells" and not per_row:
             self.cells = CellWeights(data.n_local, data.n_global, proto, 1.0 / data.n_global)
             self.w = None  # the cells hold the weights
             # Cells pay off while they are far fewer than rows: beyond that the

@@ -260,7 +260,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             if k == fmt.CATEGORICAL_ATTR:  # the features by name and their categories
                 names = summary.get("feature_names") or []
                 parsed = fmt.parse_categorical(v, summary["d"], path) or {}
-                v = ", ".join(f"{names[j] if j < len(names) else j} ({c} categories)" for j, c in sorted(parsed.items()))
+                v = ", ".join(f"{names[j] if j < len(names) else j} ({c} categories)"
+                              for j, c in sorted(parsed.items()))
             print(f"  {k:<11} {v}")
     return 0
 

@@ -4,7 +4,8 @@ A Parquet (or Arrow/Feather) file is read with pyarrow (the optional ``parquet``
 columns are features as they are; its text and dictionary columns are categorical, as the indices of
 their values among the column's categories (sorted), kept in the output's recipe so that ``--recipe``
 gives a later file the same codes, and declared categorical (the ``categorical`` attribute, for a column of
-at most 255 categories) so that gbdt's trees split them natively. The label column is named (``--label-column``) or absent
+at most 255 categories) so that gbdt's trees split them natively. The label column is named
+(``--label-column``) or absent
 (``--no-label``, rows to score). A ``.npy`` file holds the rows (n, d); ``--labels y.npy`` their labels.
 """
 from __future__ import annotations
