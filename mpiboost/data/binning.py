@@ -177,7 +177,8 @@ class BinMapper:
                 with np.errstate(invalid="ignore"):
                     code = np.trunc(v)
                 bad = ~((v >= 0) & (code <= k - 1))  # NaN included
-                out[:, j] = np.where(bad, MISSING_BIN, np.where(bad, 0, code)).astype(np.uint8)
+                code[bad] = MISSING_BIN
+                out[:, j] = code.astype(np.uint8)
             else:
                 bad = (v < 0) | (v > k - 1)
                 if bad.any():
