@@ -228,6 +228,7 @@ def _categorical(comm, X: Any, data, categories: Optional[dict], given: Optional
     ranks: a DataFrame's categorical columns (of at most 255 categories; more stay ordered codes) and the
     features ``given`` (indices or names), whose values must be codes 0 .. 254 (the global largest + 1
     categories)."""
+    from .data.binning import not_codes
     from .data.format import MAX_CATEGORIES
 
     names = list(data.feature_names or [])
@@ -256,7 +257,7 @@ def _categorical(comm, X: Any, data, categories: Optional[dict], given: Optional
         for i, j in enumerate(picked):
             v = np.asarray(Xl[:, j], dtype=np.float64)
             v = v[~np.isnan(v)]
-            bad = v[(v < 0) | (v != np.floor(v)) | (v >= MAX_CATEGORIES)]
+            bad = v[not_codes(v, MAX_CATEGORIES)]
             if bad.size:
                 raise InputError(f"categorical_feature: feature {j} holds {bad[0]}, not a category code "
                                  f"0..{MAX_CATEGORIES - 1} (rank {comm.rank})")

@@ -201,6 +201,14 @@ class BinMapper:
         return cache[key]
 
 
+def not_codes(v: np.ndarray, k: int) -> np.ndarray:
+    """Where ``v`` is neither missing (NaN) nor a category code, a whole number in 0 .. k-1."""
+    if v.dtype.kind != "f":
+        return (v < 0) | (v > k - 1)
+    with np.errstate(invalid="ignore"):
+        return ~(((v >= 0) & (v <= k - 1) & (v == np.floor(v))) | np.isnan(v))
+
+
 def categorical_mask(categorical) -> Optional[np.ndarray]:
     """A (d,) bool mask, or None where no feature is categorical."""
     if categorical is None:

@@ -18,7 +18,7 @@ import numpy as np
 from .. import watchdog
 from ..errors import CollectiveError, InputError
 from . import labels as lab
-from .binning import DEFAULT_SAMPLE, MAX_VALUE_BINS, BinMapper, fit_edges, sample_rows
+from .binning import DEFAULT_SAMPLE, MAX_VALUE_BINS, BinMapper, fit_edges, not_codes, sample_rows
 from .format import MAX_DOMAINS, FileInfo, inspect, read_rows
 from ..h5read import open_read
 
@@ -186,8 +186,7 @@ def _bad_label(path: str, row: int, value, classes) -> InputError:
 def _check_features(X: np.ndarray, path: str, row0: int, categorical: Optional[dict] = None) -> None:
     for j, k in (categorical or {}).items():  # codes 0 .. k-1 (or missing) in a categorical feature
         v = X[:, j]
-        bad = ~(((v >= 0) & (v <= k - 1) & (v == np.floor(v))) | np.isnan(v)) if v.dtype.kind == "f" \
-            else (v < 0) | (v > k - 1)
+        bad = not_codes(v, k)
         if bad.any():
             r = int(np.flatnonzero(bad)[0])
             raise InputError(f"{path}: dataset 'X' row {row0 + r}, feature {j}: value {v[r]} is not a category "
