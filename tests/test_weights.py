@@ -324,6 +324,10 @@ def test_convert_libsvm_weights_file(tmp_path):
                     str(tmp_path / "short.weight"), "--out", str(tmp_path / "s.h5")])
     assert proc.returncode == 2 and "short.weight: 2 weights, but" in proc.stderr, proc.stderr
     assert not (tmp_path / "b.h5").exists() and not (tmp_path / "s.h5").exists()
+    proc = run_cli(["convert", "--format", "libsvm", str(tmp_path / "d.svm"), "--weights",
+                    str(tmp_path / "d.svm.weight"), "--out", str(tmp_path / "d.svm.weight")])
+    assert proc.returncode == 2 and "the output file is the input file" in proc.stderr, proc.stderr
+    assert (tmp_path / "d.svm.weight").read_text().startswith(f"{w[0]:g}")  # untouched
 
 
 def test_weighted_validation_error_and_evaluate(tmp_path):

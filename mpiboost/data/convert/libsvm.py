@@ -289,6 +289,8 @@ def convert_libsvm(
     t0 = time.perf_counter()
     x_dtype = np.dtype(dtype)
     _check_common(path, out, limit)
+    if weights is not None:
+        _check_common(weights, out, limit)  # the output never replaces the weights file either
     if n_features is not None and n_features < 1:
         raise InputError(f"--n-features must be at least 1, got {n_features}")
     if n_features is not None and n_features > MAX_FEATURES:
