@@ -3,7 +3,7 @@
 ``mpiboost.train(params, X, y)`` trains on in-memory rows (under ``mpiexec``, each rank
 its own: :mod:`mpiboost.api`); ``mpiboost.load(path)`` reads a saved model, batch or online.
 """
-__version__ = "0.2.0"
+from ._version import __version__
 
 from .api import train  # noqa: E402  (light: the driver is imported when training starts)
 

@@ -170,7 +170,7 @@ def train(
         On every rank alike, naming the option, argument, rank or row, before any training.
     """
     from .data.memory import memory_file
-    from .driver import batch
+    from .driver.algorithm import MAX_ROUNDS, make_algorithm
 
     comm = _comm(comm)
     algo, run, algo_params = split_params(params)
@@ -182,8 +182,8 @@ def train(
     if run.get("rounds") is None:
         raise CollectiveError(f"params: 'rounds' is required for {algo}")
     rounds = run["rounds"]
-    if isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or not 1 <= rounds <= batch.MAX_ROUNDS:
-        raise CollectiveError(f"params: 'rounds' must be an integer in 1..{batch.MAX_ROUNDS:,}, got {rounds!r}")
+    if isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or not 1 <= rounds <= MAX_ROUNDS:
+        raise CollectiveError(f"params: 'rounds' must be an integer in 1..{MAX_ROUNDS:,}, got {rounds!r}")
     rounds = int(rounds)  # a numpy integer too
     from . import boost
 
@@ -191,7 +191,7 @@ def train(
     if cls.needs_target and algo_params.get("target_domain") is None \
             and "target" not in list(domain_names or []):
         algo_params["target_domain"] = "0"  # the target's rows are domain 0 (sources 1, 2, ...)
-    targets = batch.make_algorithm(algo, algo_params, rounds).load_task() == "regression"  # options checked
+    targets = make_algorithm(algo, algo_params, rounds).load_task() == "regression"  # options checked
     from .data import frames
 
     X, categories = frames.encode(comm, X)  # a DataFrame's categorical columns as codes, agreed over the ranks

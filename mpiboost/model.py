@@ -26,7 +26,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 from .atomic import write_bytes
 from .data import labels as lab
 from .data.binning import MAX_EDGES, BinMapper, check_flat

@@ -70,12 +70,14 @@ def comms_of_every_size() -> list[Comm]:
     return out
 
 
-def write_task_files(comm: Comm, *, n: int, transfer_n: int, target_n: int) -> tuple[dict, str]:
+def write_task_files(comm: Comm, *, n: int, transfer_n: int, target_n: int,
+                     large_n: int = 0) -> tuple[dict, str]:
     """Collective: one small synthetic file per task of the algorithm contract, in a shared folder.
 
     Returns ``({task: path}, folder)``: ``binary`` (Long-Servedio), ``multiclass``
     (4 classes), ``multi-domain`` (3 domains), ``transfer`` (a target and 2
-    sources in a domain column) and ``regression`` (numeric targets, float ``y``).
+    sources in a domain column) and ``regression`` (numeric targets, float ``y``);
+    with ``large_n``, also ``binary-large`` (Long-Servedio of that many rows).
     """
     import numpy as np
 
@@ -84,7 +86,7 @@ def write_task_files(comm: Comm, *, n: int, transfer_n: int, target_n: int) -> t
     from mpiboost.data.synth import longservedio, multiclass, multisource, transfer
 
     tmp = shared_tmpdir(comm)
-    paths = {t: os.path.join(tmp, f"{t}.h5") for t in TASKS}
+    paths = {t: os.path.join(tmp, f"{t}.h5") for t in (*TASKS, *(("binary-large",) if large_n else ()))}
     if comm.is_center:
         gens = {
             "binary": longservedio.generate(n=n, noise=0.05, seed=1),
@@ -93,6 +95,8 @@ def write_task_files(comm: Comm, *, n: int, transfer_n: int, target_n: int) -> t
             "transfer": transfer.generate(n=transfer_n, noise=0.0, seed=1, task_seed=3, sources=2,
                                           target_n=target_n, d=6),
         }
+        if large_n:
+            gens["binary-large"] = longservedio.generate(n=large_n, noise=0.05, seed=2)
         for task, g in gens.items():
             fmt.write_dataset(paths[task], g.X, g.y, g.domain, domain_names=g.domain_names,
                               y_dtype=g.y.dtype if g.y.dtype != np.int64 else np.int32)

@@ -23,7 +23,8 @@ from mpiboost.boost.base import Param, describe
 from mpiboost.callbacks import Callback
 from mpiboost.data import format as fmt
 from mpiboost.errors import InputError
-from mpiboost.driver.batch import make_algorithm, train
+from mpiboost.driver.algorithm import make_algorithm
+from mpiboost.driver.batch import train
 
 ROUNDS = 8
 

@@ -1,8 +1,9 @@
 """The package's layers: dependencies point downwards, and no import circle.
 
-The command line (mpiboost/cli/) sits on top: nothing below it imports it, not even inside a
-function (that is how a circle cli -> train -> driver -> cli hides). At module level no import
-circle exists anywhere in the package.
+The command line (mpiboost/cli/) sits on top: nothing below it imports it. No import circle
+exists anywhere in the package, counting the imports inside functions too (that is how a circle
+hides: a module that imports its caller when called). Imports under ``if TYPE_CHECKING:`` are
+annotations only and do not count.
 """
 from __future__ import annotations
 
@@ -22,12 +23,34 @@ def _modules() -> dict:
     return out
 
 
+def _is_type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def _walk(tree: ast.AST, top_level_only: bool) -> list:
+    """The statements of ``tree`` (its body alone, or every node), without ``if TYPE_CHECKING:`` blocks."""
+    if top_level_only:
+        return [m for n in tree.body for m in (n.orelse if _is_type_checking(n) else [n])]
+    out, todo = [], [tree]
+    while todo:
+        node = todo.pop()
+        if _is_type_checking(node):
+            todo.extend(node.orelse)
+            continue
+        out.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def _imports(modules: dict, top_level_only: bool) -> dict:
     """module -> the package modules it imports (``from x import y``: x.y where y is a module, else x)."""
     graph = {}
     for name, f in modules.items():
         tree = ast.parse(f.read_text(encoding="utf-8"))
-        nodes = tree.body if top_level_only else list(ast.walk(tree))
+        nodes = _walk(tree, top_level_only)
         here = name.split(".") if f.name == "__init__.py" else name.split(".")[:-1]
         deps = set()
         for node in nodes:
@@ -74,6 +97,11 @@ def test_no_import_circle_at_module_level():
     assert _cycle(_imports(_modules(), top_level_only=True)) is None
 
 
+def test_no_import_circle_counting_imports_inside_functions():
+    circle = _cycle(_imports(_modules(), top_level_only=False))
+    assert circle is None, " -> ".join(circle)
+
+
 def test_nothing_below_the_command_line_imports_it():
     graph = _imports(_modules(), top_level_only=False)
     users = sorted(m for m, deps in graph.items() if not m.startswith("mpiboost.cli") and m != "mpiboost.__main__"
@@ -83,6 +111,15 @@ def test_nothing_below_the_command_line_imports_it():
            if m.startswith("mpiboost.cli")}
     cli = {m: deps - {"mpiboost.cli"} if m != "mpiboost.cli" else deps for m, deps in cli.items()}
     assert _cycle(cli) is None, cli
+
+
+def test_the_walk_sees_function_imports_and_skips_annotations():
+    tree = ast.parse("import os\nif TYPE_CHECKING:\n    import a\nelse:\n    import b\n"
+                     "def f():\n    import c\n")
+    names = {a.name for n in _walk(tree, top_level_only=False) if isinstance(n, ast.Import) for a in n.names}
+    assert names == {"os", "b", "c"}
+    names = {a.name for n in _walk(tree, top_level_only=True) if isinstance(n, ast.Import) for a in n.names}
+    assert names == {"os", "b"}
 
 
 def test_the_check_sees_a_circle():

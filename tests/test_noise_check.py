@@ -4,9 +4,10 @@ On clean labels SmoothBoost's weight cap only costs accuracy and AdaBoost, its s
 tests better; with flipped labels SmoothBoost wins. The check trains both on 80% of the training
 rows (or on them all, scored on the validation rows, when the run has any), keeps SmoothBoost unless
 AdaBoost has fewer held-out errors by more than one standard error, and trains the one chosen on
-every row. Checked here: the choice on clean and on noisy rows, the counts against a naive twin
-(both models trained and scored by hand), the same choice and model on 1 to 4 ranks, resuming, and
-the runs that make no check.
+every row. Checked here: the choice on clean and on noisy rows, and on rows where AdaBoost is
+ahead by less than one standard error; every choice re-derived from the counts it records; the counts
+against a naive twin (both models trained and scored by hand), the same choice and model on 1 to 4
+ranks, resuming, and the runs that make no check.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from mpi_util import mpiexec, run_cli
 from mpiboost.data.format import read_arrays
 from mpiboost.model import Model
-from mpiboost.noise_check import MIN_ROWS
+from mpiboost.driver.selection.noise_check import MIN_ROWS
 
 TREES = ("--weak-learner", "tree", "--max-leaves", "8", "--rounds", "30", "--seed", "3")
 
@@ -26,7 +27,8 @@ def sets(tmp_path_factory):
     """Long-Servedio rows, clean and with 20% of the labels flipped, and a clean validation draw."""
     work = tmp_path_factory.mktemp("noise_check")
     for name, args in (("clean", ["--n", "4000", "--seed", "1"]), ("noisy", ["--n", "4000", "--noise", "0.2", "--seed", "1"]),
-                       ("valid", ["--n", "1500", "--seed", "2"]), ("small", ["--n", str(MIN_ROWS - 1), "--seed", "1"])):
+                       ("valid", ["--n", "1500", "--seed", "2"]), ("small", ["--n", str(MIN_ROWS - 1), "--seed", "1"]),
+                       ("close", ["--n", "1000", "--noise", "0.05", "--seed", "3"])):
         proc = run_cli(["synth", "longservedio", *args, "--out", str(work / f"{name}.h5")])
         assert proc.returncode == 0, proc.stderr
     return work
@@ -39,6 +41,21 @@ def _train(data, model, *extra, n=0) -> Model:
     return Model.load(model)
 
 
+def rederive(rec: dict) -> str:
+    """The choice the rule makes from a record's counts, computed apart from mpiboost: the paired per-row
+    differences (SmoothBoost's error minus AdaBoost's) rebuilt as a vector of +1, -1 and 0, their mean and
+    its standard error by numpy; AdaBoost only when the mean is above 0 and above one standard error."""
+    n, t = rec["held_out"], rec["tried"]
+    total = t["algorithm"]["errors"] - t["adaboost"]["errors"]
+    differ = t["adaboost"]["differ"]
+    assert (differ + total) % 2 == 0 and abs(total) <= differ <= n, rec
+    d = np.array([1] * ((differ + total) // 2) + [-1] * ((differ - total) // 2) + [0] * (n - differ))
+    gain, se = d.mean(), d.std(ddof=1) / np.sqrt(n)
+    assert np.isclose(t["adaboost"]["gain"], gain, rtol=1e-12, atol=0)
+    assert np.isclose(t["adaboost"]["se"], se, rtol=1e-12, atol=0)
+    return "adaboost" if gain > 0 and gain > se else "algorithm"
+
+
 def _core(m: Model) -> tuple:
     return (m.algorithm, m.feature.tolist(), m.bin.tolist(), m.left.tolist(), m.coef.tolist(), m.params)
 
@@ -46,7 +63,7 @@ def _core(m: Model) -> tuple:
 def test_clean_labels_give_adaboost_trained_on_every_row(sets, tmp_path):
     m = _train(sets / "clean.h5", tmp_path / "m.h5", "--algo", "smoothboost", *TREES)
     rec = m.info["noise_check"]
-    assert rec["chosen"] == "adaboost" and m.algorithm == "adaboost", rec
+    assert rec["chosen"] == "adaboost" == rederive(rec) and m.algorithm == "adaboost", rec
     t = rec["tried"]
     assert t["adaboost"]["errors"] < t["algorithm"]["errors"]
     assert t["adaboost"]["gain"] > t["adaboost"]["se"] > 0
@@ -63,12 +80,24 @@ def test_clean_labels_give_adaboost_trained_on_every_row(sets, tmp_path):
 def test_noisy_labels_keep_smoothboost(sets, tmp_path):
     m = _train(sets / "noisy.h5", tmp_path / "m.h5", "--algo", "smoothboost", *TREES)
     rec = m.info["noise_check"]
-    assert rec["chosen"] == "algorithm" and m.algorithm == "smoothboost", rec
+    assert rec["chosen"] == "algorithm" == rederive(rec) and m.algorithm == "smoothboost", rec
     assert rec["tried"]["algorithm"]["errors"] <= rec["tried"]["adaboost"]["errors"]
     off = _train(sets / "noisy.h5", tmp_path / "o.h5", "--algo", "smoothboost", "--noise-check", "off", *TREES)
     # the model trained after the check is the one asked for, on every row (the parameters differ in the check only)
     assert _core(m)[:5] == _core(off)[:5]
     assert {**m.params, "noise_check": "off"} == off.params
+
+
+def test_a_gain_within_one_standard_error_keeps_smoothboost(sets, tmp_path):
+    """AdaBoost ahead on the held-out rows, but by less than one standard error of the paired differences:
+    the algorithm asked for stays (a rule of "fewer errors" alone would switch)."""
+    m = _train(sets / "close.h5", tmp_path / "m.h5", "--algo", "smoothboost", *TREES[:2], "--max-leaves", "4",
+               *TREES[4:])
+    rec = m.info["noise_check"]
+    ada = rec["tried"]["adaboost"]
+    assert ada["errors"] < rec["tried"]["algorithm"]["errors"] and 0 < ada["gain"] <= ada["se"], rec
+    assert rec["chosen"] == "algorithm" == rederive(rec) and m.algorithm == "smoothboost", rec
+    assert rec["held_out"] == 200  # 20% of 1,000 rows
 
 
 def test_counts_on_validation_rows_match_a_naive_twin(sets, tmp_path):
@@ -79,10 +108,13 @@ def test_counts_on_validation_rows_match_a_naive_twin(sets, tmp_path):
     assert rec["rows"] == "the validation rows" and rec["held_out"] == 1500
     arrays = read_arrays(sets / "valid.h5")
     X, y = arrays["X"], arrays["y"]
+    wrong = {}
     for key, algo in (("algorithm", ("--algo", "smoothboost", "--noise-check", "off")), ("adaboost", ("--algo", "adaboost"))):
         twin = _train(sets / "noisy.h5", tmp_path / f"{key}.h5", *algo, *TREES)
-        wrong = int((twin.predict(X) != y).sum())
-        assert rec["tried"][key]["errors"] == wrong, key
+        wrong[key] = twin.predict(X) != y
+        assert rec["tried"][key]["errors"] == int(wrong[key].sum()), key
+    assert rec["tried"]["adaboost"]["differ"] == int((wrong["algorithm"] != wrong["adaboost"]).sum())
+    assert rec["chosen"] == rederive(rec)
 
 
 def test_runs_without_a_check(sets, tmp_path):

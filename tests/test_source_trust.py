@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from mpi_util import run_cli
-from mpiboost import source_trust
+from mpiboost.driver.selection import source_trust
 from mpiboost.comm import world
 from mpiboost.data.format import write_dataset
 from mpiboost.data.synth import transfer as synth_transfer
@@ -160,11 +160,18 @@ def test_helpful_sources_are_used(tmp_path):
 
 def _gains_against(rec, incumbent):
     """Each way's gain is over the incumbent's held-out errors; the incumbent stays unless one gains more than
-    one standard error, and then the largest such gain wins."""
+    one standard error, and then the largest such gain wins. Re-derived from the recorded counts: the paired
+    differences rebuilt as +1, -1 and 0 (``differ`` rows differ), their mean and standard error by numpy."""
     n = rec["n_target"]
+    beat = {}
     for s, t in rec["tried"].items():
-        assert t["gain"] == (rec["tried"][incumbent]["errors"] - t["errors"]) / n
-    beat = {s: t["gain"] for s, t in rec["tried"].items() if s != incumbent and 0 < t["gain"] and t["gain"] > t["se"]}
+        total = rec["tried"][incumbent]["errors"] - t["errors"]
+        assert (t["differ"] + total) % 2 == 0 and abs(total) <= t["differ"] <= n, (s, t)
+        d = np.array([1] * ((t["differ"] + total) // 2) + [-1] * ((t["differ"] - total) // 2) + [0] * (n - t["differ"]))
+        gain, se = d.mean(), d.std(ddof=1) / np.sqrt(n)
+        assert np.isclose(t["gain"], gain, rtol=1e-12, atol=0) and np.isclose(t["se"], se, rtol=1e-12, atol=1e-15)
+        if s != incumbent and gain > 0 and gain > se:
+            beat[s] = gain
     assert rec["chosen"] == (max(beat, key=lambda s: (beat[s], -list(rec["tried"]).index(s))) if beat else incumbent)
 
 

@@ -21,7 +21,7 @@ from mpiboost.data import labels as lab
 from mpiboost.data.format import write_dataset
 from mpiboost.data.load import load
 from mpiboost.model import Model
-from mpiboost.driver.batch import valid_mask
+from mpiboost.data.subsets import valid_mask
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +227,7 @@ def test_auc_is_the_mann_whitney_statistic():
     pair counts w_pos w_neg, rows of weight 0 included) against its sample_weight and the repeated rows."""
     from sklearn.metrics import roc_auc_score
 
-    from mpiboost.driver.batch import auc
+    from mpiboost.driver.validation import auc
 
     rng = np.random.default_rng(0)
     for n, ties, rate in ((200, False, 0.5), (500, True, 0.05), (50, True, 0.5), (1000, False, 0.01)):

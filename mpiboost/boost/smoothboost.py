@@ -36,7 +36,7 @@ Long-Servedio at 1% noise, --epsilon 0.1, a vote no better than a coin), and
 the paper's 0.15 spends the edge in ~20 rounds of a long run. Trees, whose
 edge is larger, start from 0.05 at T = 100.
 On clean labels the cap only costs accuracy and AdaBoost tests better; the training driver's
-noise check (``noise_check="holdout"``, the default; :mod:`mpiboost.noise_check`) compares the two
+noise check (``noise_check="holdout"``, the default; :mod:`mpiboost.driver.selection.noise_check`) compares the two
 on held-out rows first and trains AdaBoost instead when it wins there by more than a standard error.
 ``epsilon="auto"`` tries 0.1, 0.2, 0.4, 0.6 on
 validation data (Long-Servedio at 10% noise needs 0.6, which costs real data
@@ -64,7 +64,7 @@ def default_gamma(beta: float) -> float:
 
 
 EPSILON_GRID = (0.1, 0.2, 0.4, 0.6)
-NOISE_CHECK = ("holdout", "off")  # --noise-check: the driver's check against AdaBoost (mpiboost.noise_check), or none
+NOISE_CHECK = ("holdout", "off")  # --noise-check: the driver's check against AdaBoost (mpiboost.driver.selection.noise_check), or none
 # The default shrink follows the rounds T asked: gamma(T) = gamma_ref (T_ref / T)^0.6. A shrink gamma
 # spends the weak learner's edge in about T* ~ gamma^-1.65 rounds (measured: the best validation rounds
 # of the stump runs at 10% noise, gamma 0.02 / 0.05 / 0.15 -> rounds ~760 / 220 / 28 on a9a, ijcnn1,

@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from .. import log as messages
 from ..errors import CollectiveError, InputError
 from ..h5read import open_read

@@ -122,7 +122,7 @@ def check_common(args: argparse.Namespace) -> None:
     """The common options' values (every rank alike: an agreed error, printed once)."""
     import math
 
-    from ..driver.batch import MAX_ROUNDS
+    from ..driver.algorithm import MAX_ROUNDS
 
     if args.rounds is None:
         raise CollectiveError(f"--rounds T is required for {args.algo}")
@@ -362,7 +362,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ..comm import world
     from ..model import Model
     from ..outputs import check_outputs, save_model
-    from ..driver.batch import TrainResult, check_validation, checkpoint_record, make_algorithm
+    from ..driver.algorithm import make_algorithm
+    from ..driver.batch import TrainResult
+    from ..driver.record import checkpoint_record
+    from ..driver.validation import check_validation
 
     if _is_online(args.algo):
         return _train_online(args)
@@ -416,7 +419,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     result = TrainResult(model, model.summary_)
     if str(result.summary.get("stop_reason", "")).startswith("stopped by SIG"):
         return _preempted(comm, args, result, writers)
-    from .. import boost, source_trust
+    from .. import boost
+    from ..driver.selection.source_trust import describe as trust_line
 
     if boost.get(args.algo).empty_model_fails:
         import numpy as np
@@ -430,7 +434,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         why = (f"no round could be trained ({result.summary['stop_reason']})" if empty else
                "every vote of the model is 0 (no candidate chain has an edge on the target rows)")
         trust = result.summary.get("source_trust")
-        chose = "" if not trust or trust.get("chosen") == "algorithm" else f" [{source_trust.describe(trust)}]"
+        chose = "" if not trust or trust.get("chosen") == "algorithm" else f" [{trust_line(trust)}]"
         comm.check(not (empty or flat), f"{args.algo}: {why}: not one candidate stump has an edge on the target "
                                         f"rows, so no model was saved to {args.model} (check the target's labels "
                                         f"and features){chose}")
@@ -540,16 +544,9 @@ def summary_line(s: dict, model_path: str) -> str:
             line += f", valid error {s['valid_error']:.4f}"
     if s.get("best_round") is not None:
         line += f" (best of {s['rounds_trained']} rounds trained)"
-    if s.get("chosen"):
-        line += " [" + ", ".join(f"{k} {v}" for k, v in s["chosen"].items()) + " chosen on validation]"
-    if s.get("source_trust"):
-        from ..source_trust import describe
+    from ..driver.selection import describe
 
-        line += f" [{describe(s['source_trust'])}]"
-    if (s.get("noise_check") or {}).get("tried"):
-        from ..noise_check import describe as noise_line
-
-        line += f" [{noise_line(s['noise_check'])}]"
+    line += "".join(f" [{text}]" for text in describe(s))
     line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {model_path}"
     if s["stop_reason"] != "rounds":
         line += f" (stopped early: {s['stop_reason']})"

@@ -1,11 +1,12 @@
-"""The batch training driver: load -> set up -> replay a checkpoint -> rounds -> summary.
+"""The batch training driver: load -> the selections -> one run -> summary.
 
 :func:`train` runs the steps, one module each: :mod:`.algorithm` (the algorithm from its declared
-parameters), :mod:`.inputs` (the rows), :mod:`.validation` (the held-out rows and their metrics),
-:mod:`.resume` (checkpoints), :mod:`.search` (``auto`` values), :mod:`.rounds` (the loop) and
-:mod:`.summary`. The algorithm only sees its rows and the protocol (:class:`mpiboost.boost.Algorithm`),
-and callbacks (:mod:`mpiboost.callbacks`) do the logging and checkpointing. Nothing here depends on
-which algorithm runs: what differs is declared by the algorithm class.
+parameters), :mod:`.inputs` (the rows), :mod:`.record` and :mod:`.resume` (checkpoints),
+:mod:`.selection` (the choices made on held-out rows, in order), :mod:`.run` (one run: set-up, replay,
+:mod:`.rounds`), :mod:`.validation` (the metrics of held-out rows) and :mod:`.summary`. The algorithm
+only sees its rows and the protocol (:class:`mpiboost.boost.Algorithm`), and callbacks
+(:mod:`mpiboost.callbacks`) do the logging and checkpointing. Nothing here depends on which algorithm
+runs: what differs is declared by the algorithm class.
 """
 from __future__ import annotations
 
@@ -13,24 +14,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from .. import noise_check, source_trust
 from .._ext import _openmp
-from ..callbacks import BestRound, Callback, RoundEnv, sorted_callbacks
+from ..callbacks import Callback, RoundEnv, sorted_callbacks
 from ..data import labels as lab
-from ..errors import CollectiveError, InputError
+from ..errors import CollectiveError
 from ..model import Model
-
-# The steps, one module each (re-exported: callers import them from here).
-from .algorithm import MAX_ROUNDS, _with, auto_params, make_algorithm  # noqa: F401
-from .inputs import _Inputs, _check_task, load_aligned_rows, load_inputs  # noqa: F401
-from .validation import (  # noqa: F401
-    MAX_VALID_FRACTION, VALID_METRICS, _class_index, resolve_metric, _subset, _valid_auc_loss, _valid_error, _validation_source,
-    auc, check_validation, split_valid, valid_mask)
-from .resume import (  # noqa: F401
-    check_resume, check_resume_params, checkpoint_record, comparable_params, replay, run_record, trust_record)
-from .rounds import round_metrics, run_rounds, setup  # noqa: F401
-from .summary import chance_warning, peak_rss_bytes, summarize  # noqa: F401
-from .search import _run_once, candidate, search  # noqa: F401
+from .algorithm import _with, make_algorithm
+from .inputs import load_inputs
+from .record import run_record
+from .resume import check_resume
+from .run import run_once
+from .selection import SELECTIONS, Context, Plan, best_round as rounds_choice
+from .summary import summarize
+from .validation import VALID_METRICS, _validation_source, check_validation, resolve_metric
 
 
 @dataclass
@@ -114,30 +110,21 @@ def train(
                      patience=early_stop)
     if valid_metric not in VALID_METRICS:
         raise CollectiveError(f"--valid-metric must be one of {', '.join(VALID_METRICS)}, got {valid_metric!r}")
-    auto = auto_params(algorithm, params)
     algo = make_algorithm(algorithm, params, rounds, resume)  # with "auto" values: checks the rest before any work
     run = run_record(comm, data, seed)
     if valid_fraction:
         run["valid_fraction"] = float(valid_fraction)  # another split trains on other rows: resume refused
     if valid_metric != "error":
         run["valid_metric"] = valid_metric  # another metric chooses other rounds: resume refused
-    searched = None
-    trust = trust_record(resume, algo)
-    check = noise_check.recorded(resume)  # the noise check a checkpoint made (None: none, or no checkpoint)
+    ctx = Context(comm, algo, dict(params or {}), rounds, seed, sorted_callbacks(callbacks), resume, early_stop)
+    # the choices a checkpoint made, checked against this run before any work: it trains them on
+    records = {sel.key: sel.recorded(ctx) for sel in SELECTIONS}
     if resume is not None:
-        # a checkpoint of a run whose folds chose an AdaBoost baseline is that baseline's
-        trained = algo.name if trust is None or trust["chosen"] == "algorithm" else source_trust.BASELINE
-        if check is not None and check["chosen"] == "adaboost":
-            if algo.params.get("noise_check") == "off":
-                raise CollectiveError("--resume: the checkpoint's noise check chose AdaBoost; --noise-check off "
-                                      "asks for SmoothBoost (train anew, or resume without it)")
-            trained = noise_check.BASELINE  # the check chose AdaBoost: the checkpoint is AdaBoost's
-        check_resume(resume, trained, run)  # before any work
-        if auto:
-            searched = (resume.info or {}).get("search") if isinstance(resume.info, dict) else None
-            if not isinstance(searched, dict) or set(searched.get("chosen") or {}) != set(auto):
-                raise CollectiveError("--resume: the checkpoint does not record the choice of "
-                                      + ", ".join(f"{k} auto" for k in auto) + " (made by another run)")
+        trained = algo.name
+        for sel in SELECTIONS:
+            if records[sel.key] is not None:
+                trained = sel.trains(records[sel.key], trained)
+        check_resume(resume, trained, run)
     n_threads = threads or comm.default_threads()
     _openmp.set_num_threads(n_threads)
     inputs = load_inputs(comm, algo, data, valid, seed=seed, dedicated_coordinator=dedicated_coordinator,
@@ -149,62 +136,30 @@ def train(
     # load_inputs read the files of list parameters and left their names only: every run below records those
     params = _with(params, {p.name: algo.params[p.name] for p in type(algo).parameters
                             if p.type is list and algo.params.get(p.name)})
-    choose = best_round or early_stop is not None or bool(auto)
+    plan = Plan(algorithm, params, inputs)
+    ctx = Context(comm, algo, params, rounds, seed, sorted_callbacks(callbacks), resume, early_stop)
+    searched = bool(plan.auto)
     info: dict = {}
-    t_select = clock()  # the selection phases (source trust, noise check, auto search): their own seconds
-    if type(algo).has("source_trust"):
-        # How far to trust the sources, from held-out target rows (source_trust.py): the run that follows
-        # trains the way chosen, which may be an AdaBoost baseline instead of the transfer algorithm.
-        with comm.collective_guard():
-            try:
-                algo.check_data(inputs.shard)  # resolves the target domain
-            except ValueError as exc:
-                raise InputError(str(exc)) from None
-        if trust is None:
-            if algo.params["source_trust"] == "cv":
-                trust = source_trust.choose(comm, algorithm, params or {}, rounds, inputs, seed, algo.target,
-                                            int(algo.params["source_folds"]), sorted_callbacks(callbacks))
-            else:
-                trust = {"chosen": algo.params["source_trust"], "rule": "given (--source-trust)"}
-        info["source_trust"] = trust
-        algorithm, params = source_trust.strategy_run(trust["chosen"], algorithm, params or {}, algo.target,
-                                                      algo.n_target)
-        if trust["chosen"] == "target":
-            inputs = source_trust.target_only(comm, inputs, algo.target, seed)
-        auto = auto_params(algorithm, params)
-    if type(algo).has("noise_check"):
-        # SmoothBoost's weight cap only costs accuracy when no label is wrong: held-out rows decide between it and
-        # AdaBoost (noise_check.py); the run that follows trains the one chosen, on every training row.
-        if check is None:
-            why = noise_check.skipped(algo.params, auto)
-            if why is None and resume is not None:
-                why = "resumed from a checkpoint that made no check"
-            check = ({"chosen": "algorithm", "rule": why} if why is not None else
-                     noise_check.choose(comm, algorithm, params or {}, rounds, inputs, seed, sorted_callbacks(callbacks)))
-        info["noise_check"] = check
-        algorithm, params = noise_check.strategy_run(check["chosen"], algorithm, params or {})
-        auto = auto_params(algorithm, params)
-    if auto:
-        if searched is None:
-            searched = search(comm, algorithm, params, auto, rounds, inputs, seed, early_stop,
-                              sorted_callbacks(callbacks))
-        info["search"] = searched
+    t_select = clock()  # the selections' own seconds
+    for sel in SELECTIONS:
+        if not sel.wanted(plan, ctx):
+            continue
+        sel.prepare(plan, ctx)
+        rec = records[sel.key] or sel.skipped(plan, ctx) or sel.choose(plan, ctx)
+        info[sel.key] = rec
+        plan = sel.apply(rec, plan, ctx)
     t_select = clock() - t_select
-    if auto:
-        params = _with(params, searched["chosen"])
-    chooser = BestRound(early_stop) if choose else None
-    algo, proto, stop_reason, last, phase, t_rounds, sent_before = _run_once(
-        comm, algorithm, params, rounds, inputs, seed, callbacks, run, resume, chooser, info)
+    chooser = rounds_choice.chooser(best_round, early_stop, searched)
+    out = run_once(comm, plan.algorithm, plan.params, rounds, plan.inputs, seed, callbacks=callbacks, run=run,
+                   resume=resume, chooser=chooser, info=info)
     t_end = clock()
-    model = full = algo.finish()
-    trained = model.n_rounds
-    if stop_reason == "stopped by a callback" and chooser is not None and early_stop is not None \
-            and trained - chooser.best_round >= early_stop:
-        stop_reason = f"no better validation error in {early_stop} rounds"
-    if chooser is not None and 0 < chooser.best_round < trained:
-        model = model.truncated(chooser.best_round)
+    inputs = plan.inputs
+    full = out.algo.finish()
+    trained = full.n_rounds
+    stop_reason = rounds_choice.stop_reason(out.stop_reason, chooser, trained)
+    model = rounds_choice.keep(full, chooser)
     model.info = {
-        "n_train": algo.n_train(inputs.shard),
+        "n_train": out.algo.n_train(inputs.shard),
         "labels": {lab.text(k): int(v) for k, v in inputs.shard.label_counts.items()},
         "rounds": model.n_rounds,
         "stop_reason": stop_reason,
@@ -214,25 +169,19 @@ def train(
     if inputs.valid is not None:
         model.info["validation"] = {
             **_validation_source(valid, valid_fraction, inputs),
-            **(chooser.summary() if chooser is not None else {"last_error": last.get("valid_error")}),
+            **(chooser.summary() if chooser is not None else {"last_error": out.last.get("valid_error")}),
             "rounds_chosen": bool(chooser is not None),
             "metric": valid_metric,  # "auc": the errors above are 1 - AUC
         }
-    seconds = {"total": t_end - t_start, "load": inputs.seconds, "selection": t_select, "rounds": t_rounds}
-    summary = summarize(comm, proto, algo, model, inputs, stop_reason=stop_reason, last=last, phase=phase,
-                        threads=n_threads, seconds=seconds, sent_before=sent_before)
+    seconds = {"total": t_end - t_start, "load": inputs.seconds, "selection": t_select, "rounds": out.seconds}
+    summary = summarize(comm, out.proto, out.algo, model, inputs, stop_reason=stop_reason, last=out.last,
+                        phase=out.phase, threads=n_threads, seconds=seconds, sent_before=out.sent_before)
     summary["valid_metric"] = valid_metric  # "auc": the valid_error figures are 1 - AUC
     if chooser is not None:
-        summary["valid_error"] = chooser.best_error  # the error of the model kept (truncated to the best round)
-        summary["rounds_trained"] = trained
-        summary["best_round"] = chooser.best_round
-        summary["best_valid_error"] = chooser.best_error
-    if auto:
-        summary["chosen"] = dict(searched["chosen"])
-    if trust is not None:
-        summary["source_trust"] = trust
-    if "noise_check" in info:
-        summary["noise_check"] = info["noise_check"]
+        summary.update(rounds_choice.summary(chooser, trained))
+    summary.update(info)  # each choice's record, under its selection's key
+    if "search" in info:
+        summary["chosen"] = dict(info["search"]["chosen"])
     # The callbacks see the model the rounds built (a checkpoint must hold every trained round, or a resumed run
     # would go on from the best round); the model kept is the result's.
     env = RoundEnv(t=full.n_rounds, rounds=rounds, model=full, is_center=comm.is_center, summary=summary, run=run)

@@ -13,7 +13,7 @@ from ..data import labels as lab
 from ..data.format import FileInfo, inspect
 from ..data.load import check_same_columns, load, load_raw
 from ..errors import CollectiveError, InputError
-from .validation import split_valid
+from ..data.subsets import split_valid
 
 if TYPE_CHECKING:  # annotations only
     from ..boost.base import Algorithm
@@ -21,13 +21,25 @@ if TYPE_CHECKING:  # annotations only
 
 
 @dataclass
-class _Inputs:
-    """What :func:`load_inputs` read: the training rows and the validation rows with their scorer."""
+class Inputs:
+    """The rows a run trains on (:func:`mpiboost.driver.inputs.load_inputs` reads them).
+
+    Attributes
+    ----------
+    shard : Shard
+        This rank's training rows, binned.
+    valid : Shard or None
+        This rank's validation rows, binned with the training edges.
+    seconds : float
+        What loading them took.
+    valid_metric : str
+        What the validation rows measure: ``"error"``, ``"auc"`` (scored as 1 - AUC) or a regression metric.
+    """
 
     shard: Shard
     valid: Optional[Shard] = None
     seconds: float = 0.0
-    valid_metric: str = "error"  # what the validation rows measure: "error", or "auc" (scored as 1 - AUC)
+    valid_metric: str = "error"
 
 
 def _check_task(cls: type, shard: Shard) -> None:
@@ -48,7 +60,7 @@ def _check_task(cls: type, shard: Shard) -> None:
 
 def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequence[str]], *, seed: int,
                 dedicated_coordinator: bool, valid_fraction: Optional[float] = None,
-                blocks: Optional[Sequence[int]] = None) -> _Inputs:
+                blocks: Optional[Sequence[int]] = None) -> Inputs:
     """Collective: the training rows (labels as the algorithm takes them), validation rows and extra inputs.
 
     With ``valid_fraction`` the validation rows are a stratified part of the
@@ -93,7 +105,7 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
             # by name; the model keeps their file names only.
             shard.extra[p.name] = load_aligned_rows(comm, algo.params[p.name], shard, dedicated_coordinator, p.flag)
             algo.params[p.name] = [os.path.basename(str(f)) for f in algo.params[p.name]]
-    return _Inputs(shard, vshard, time.perf_counter() - t0)
+    return Inputs(shard, vshard, time.perf_counter() - t0)
 
 
 def load_aligned_rows(comm, paths: Sequence[str], shard: Shard, dedicated_coordinator: bool,

@@ -1,12 +1,12 @@
-"""Resuming: what a checkpoint records of its run, the checks against the run that continues it, the replay."""
+"""Resuming: the checks of a checkpoint against the run that continues it, and the replay of its rounds."""
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence, TYPE_CHECKING
+from typing import Optional, TYPE_CHECKING
 
-from .. import source_trust
 from ..boost.base import Hypothesis
 from ..errors import CollectiveError
+from .record import checkpoint_record
 from .validation import _valid_error
 
 if TYPE_CHECKING:  # annotations only
@@ -22,28 +22,6 @@ def comparable_params(algo: Algorithm) -> dict:
         if p.type is list and out.get(p.name):
             out[p.name] = [os.path.basename(str(f)) for f in out[p.name]]
     return out
-
-
-def run_record(comm, data: Sequence[str], seed: int) -> dict:
-    """Collective: what a checkpoint of this run records (seed, fingerprint of the training files)."""
-    from ..data.fingerprint import fingerprint
-    from ..data.format import inspect
-
-    if any(hasattr(f, "local") for f in data):  # in-memory rows (mpiboost.train on arrays)
-        from ..data.memory import fingerprint_memory
-
-        return {"seed": int(seed), "data": [fingerprint_memory(comm, f) for f in data]}
-    with comm.collective_guard():
-        for path in data:
-            inspect(path)  # the schema first: a bad file is reported as such, not as a fingerprint failure
-        fp = fingerprint(data)
-    return {"seed": int(seed), "data": fp}
-
-
-def checkpoint_record(ckpt: Model) -> Optional[dict]:
-    """The run a checkpoint records (seed, data fingerprint), or None for a model saved otherwise."""
-    record = ckpt.info.get("checkpoint") if isinstance(ckpt.info, dict) else None
-    return record if isinstance(record, dict) else None
 
 
 def check_resume(ckpt: Model, algorithm: str, run: Optional[dict] = None) -> None:
@@ -108,17 +86,3 @@ def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard
             history.append(_valid_error(scorer, vshard, proto))
     _valid_error(scorer, vshard, proto)
     return done
-
-
-def trust_record(resume: Optional[Model], algo: Algorithm) -> Optional[dict]:
-    """The source-trust choice a checkpoint recorded (:mod:`mpiboost.source_trust`), checked against this run."""
-    rec = source_trust.recorded(resume)
-    if rec is None:
-        return None
-    if not type(algo).has("source_trust"):
-        raise CollectiveError(f"--resume: the checkpoint chose how to trust its sources, but {algo.name} has none")
-    asked = algo.params["source_trust"]
-    if asked != "cv" and asked != rec["chosen"]:
-        raise CollectiveError(f"--resume: the checkpoint trained --source-trust {rec['chosen']}, this run asks "
-                              f"for {asked}")
-    return rec

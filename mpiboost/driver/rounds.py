@@ -14,10 +14,10 @@ if TYPE_CHECKING:  # annotations only
     from ..callbacks import Callback
     from ..model import Scorer
     from ..protocol import Protocol
-    from .inputs import _Inputs
+    from .inputs import Inputs
 
 
-def setup(algo: Algorithm, inputs: _Inputs, proto: Protocol, seed: int) -> Optional[Scorer]:
+def setup(algo: Algorithm, inputs: Inputs, proto: Protocol, seed: int) -> Optional[Scorer]:
     """Collective: the algorithm's initial state; the validation scorer (None without validation data).
 
     The algorithm's checks of the data come first, agreed over the ranks (one
@@ -71,7 +71,7 @@ def round_metrics(t: int, h: Hypothesis, out: dict, n_train: int, verr: Optional
     return metrics
 
 
-def run_rounds(comm, algo: Algorithm, inputs: _Inputs, scorer, proto, done: int, rounds: int,
+def run_rounds(comm, algo: Algorithm, inputs: Inputs, scorer, proto, done: int, rounds: int,
                callbacks: Sequence[Callback], run: Optional[dict] = None,
                valid_history: Sequence[float] = ()) -> tuple[str, dict, dict]:
     """Collective: rounds ``done + 1 .. rounds``; (stop reason, last round's metrics, seconds per phase)."""

@@ -9,7 +9,7 @@ import numpy as np
 if TYPE_CHECKING:  # annotations only
     from ..boost.base import Algorithm
     from ..model import Model
-    from .inputs import _Inputs
+    from .inputs import Inputs
 
 
 def peak_rss_bytes() -> int:
@@ -22,7 +22,7 @@ def peak_rss_bytes() -> int:
 
 
 # ----------------------------------------------------------------- summary
-def summarize(comm, proto, algo: Algorithm, model: Model, inputs: _Inputs, *, stop_reason: str, last: dict,
+def summarize(comm, proto, algo: Algorithm, model: Model, inputs: Inputs, *, stop_reason: str, last: dict,
               phase: dict, threads: int, seconds: dict, sent_before: int) -> dict:
     """Collective: the run's summary (rows, rounds, errors, time per phase, bytes, memory)."""
     shard = inputs.shard

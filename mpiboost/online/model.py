@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from . import learners
 from ..atomic import write_bytes
 from ..data import labels as lab

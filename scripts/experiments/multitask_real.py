@@ -17,7 +17,7 @@ uses ``--seed r`` for mpiboost and seed r for LightGBM):
 
 Every method runs ``--rounds`` (600) steps with ``--valid-fraction 0.2
 --best-round`` and ``--steps-per-visit 5`` (A, B, C); the peers fit and
-validate on exactly the same rows (``mpiboost.driver.batch.valid_mask``, checked
+validate on exactly the same rows (``mpiboost.data.subsets.valid_mask``, checked
 against every mpiboost run's row count). mpiboost runs through its command
 line (``python -m mpiboost train`` / ``evaluate``, one rank, ``--threads``),
 the peers in this process with the same threads.

@@ -36,7 +36,7 @@ Beyond the paper (its rules kept as options):
 
 LightGBM peers (``--peers``, the default; ``--no-peers`` leaves them out) run
 in this process on exactly the same rows: the validation rows are those of
-``mpiboost.driver.batch.valid_mask`` (the rule behind ``--valid-fraction``, called on
+``mpiboost.data.subsets.valid_mask`` (the rule behind ``--valid-fraction``, called on
 the training file's domains and labels with the trial's seed), and every
 mpiboost run is checked to have fitted on as many rows as the peers. Each peer
 trains max(``--rounds``, ``--long-rounds``) boosting rounds per model (learning rate 0.1, LightGBM's
@@ -147,7 +147,7 @@ def valid_rows(data: dict, seed: int, fraction: float = VALID_FRACTION) -> np.nd
     stand-in shard gives the very same mask without starting MPI in this
     process (whose children run mpiboost themselves).
     """
-    from mpiboost.driver.batch import valid_mask
+    from mpiboost.data.subsets import valid_mask
 
     shard = SimpleNamespace(n_classes=2, n_domains=int(data["domain"].max()) + 1, domain=data["domain"],
                             y=np.where(data["y"] > 0, 1, -1).astype(np.int8))

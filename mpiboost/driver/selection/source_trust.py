@@ -55,30 +55,32 @@ each way's held-out counts are in ``model.info["source_trust"]``. ``--source-tru
 algorithm|pooled|target`` skips the folds and trains that one (``algorithm``:
 the papers' rule, the sources trusted as the algorithm's own update decides).
 
-The driver calls this module; the algorithms know nothing of it.
+The driver runs it as a selection (:class:`SourceTrust`); the algorithms know nothing of it.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Optional
 
 import numpy as np
 
-from . import boost, watchdog
-from ._ext import _exact
-from .boost.losses import grows_trees
-from .boost.transfer import SOURCE_TRUST as CHOICES
-from .data.binning import DEFAULT_SAMPLE, fit_edges, sample_rows
-from .errors import CollectiveError
+from ... import boost, watchdog
+from ..._ext import _exact
+from ...boost.losses import grows_trees
+from ...boost.transfer import SOURCE_TRUST as CHOICES
+from ...data.binning import DEFAULT_SAMPLE, fit_edges, sample_rows
+from ...data.load import iter_block
+from ...data.subsets import class_index, subset
+from ...errors import CollectiveError, InputError
+from ...protocol import Protocol
+from ..inputs import Inputs
+from ..record import selection_record
+from .base import Context, Plan, candidate
+from .paired import SWITCH_SE, count, paired_gain, row_outcomes, switches
 
 STRATEGIES = CHOICES[1:]  # ("algorithm", "pooled", "target"); CHOICES[0] is "cv"
 BASELINE = "adaboost"  # what "pooled" and "target" train
-# An alternative replaces the algorithm the user asked for when its held-out gain exceeds this many standard
-# errors of the paired per-row differences: the one-standard-error rule of model selection, a preference for
-# the algorithm asked for that matters at 10-20 target rows, where a gain of one held-out row is noise
-# (compared with 0, 0.5 and 1.5 on generated helpful, mixed, unrelated and adversarial sources at
-# n_b = 10, 20, 50: docs/results.md, "Source trust").
-SWITCH_SE = 1.0
 # The screen (carries_over): the chance that a coin's sources pass it, all of them together. Compared with 0.05
 # to 0.2 (and a count of errors instead of margins) on generated helpful, mixed, unrelated and adversarial sources
 # at n_b = 10 and 20, 50 repetitions: the rule that kept every case within one standard error of the better of
@@ -144,10 +146,8 @@ def target_folds(shard, target: int, k: int, seed: int, comm) -> np.ndarray:
     ``n_before_c`` the target rows of the classes before c, so the folds differ
     in size by at most one row and every class is spread over them evenly.
     """
-    from .driver.batch import _class_index
-
     is_t = shard.domain == target
-    cls = _class_index(shard.y)
+    cls = class_index(shard.y)
     K = max(int(shard.n_classes), 2)
     counts = np.bincount(cls[is_t], minlength=K).astype(np.int64)
     table = comm.allgather_array(counts) if comm.size > 1 else counts[None, :]
@@ -174,11 +174,9 @@ def own_bins(comm, shard, keep: np.ndarray, seed: int = 0):
     ``shard`` must hold its rows as the files do (``Shard.file_rows``: a
     transfer run refuses ``--valid-fraction``, so the driver's always do).
     """
-    from .driver.batch import _subset
-
     if not shard.file_rows:
         raise RuntimeError("own_bins needs the rows as the files hold them, not a subset")
-    part = _subset(shard, keep, comm)
+    part = subset(shard, keep, comm)
     raw = _raw_rows(shard, keep)
     counts = comm.allgather_array(np.array([raw.shape[0]], dtype=np.int64)) if comm.size > 1 else None
     before = int(counts[: comm.rank, 0].sum()) if counts is not None else 0
@@ -192,8 +190,6 @@ def own_bins(comm, shard, keep: np.ndarray, seed: int = 0):
 
 def _raw_rows(shard, keep: np.ndarray) -> np.ndarray:
     """This rank's rows ``keep``, their raw values read again from the files (``(m, d)``, the files' dtype)."""
-    from .data.load import iter_block
-
     dtype = np.result_type(*[f.x_dtype for f in shard.files])
     out = np.empty((int(keep.sum()), shard.files[0].d), dtype=dtype)
     filled = 0
@@ -218,28 +214,11 @@ def rebin(shard, rows: np.ndarray, bins) -> np.ndarray:
 def target_only(comm, inputs, target: int, seed: int):
     """Collective: the training inputs of the target rows alone (:func:`own_bins`), the validation rows
     binned as they are."""
-    import dataclasses
-
-    from .driver.batch import _Inputs
-
     part = own_bins(comm, inputs.shard, inputs.shard.domain == target, seed)
     valid = inputs.valid
     if valid is not None:
         valid = dataclasses.replace(valid, cols=rebin(valid, np.arange(valid.n_local), part.bins), bins=part.bins)
-    return _Inputs(part, valid, inputs.seconds, inputs.valid_metric)
-
-
-def _row_outcomes(model, shard, rows: np.ndarray, cols: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
-    """(wrong 0/1, normalized margin ``y f(x) / sum |coef|``) of ``model`` on this rank's ``rows``
-    (``cols``: those rows in the model's bins when they are not the shard's: :func:`rebin`)."""
-    if not rows.size:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    cols = np.ascontiguousarray(shard.cols[:, rows]) if cols is None else cols
-    y = np.asarray(shard.y[rows], dtype=np.float64)
-    score = np.asarray(model.decision_binned(cols), dtype=np.float64)
-    scale = float(np.abs(model.vote_coefficients()).sum()) or 1.0
-    wrong = (np.where(score >= 0, 1.0, -1.0) != y).astype(np.int64)
-    return wrong, y * score / scale
+    return Inputs(part, valid, inputs.seconds, inputs.valid_metric)
 
 
 def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: int, n_target: int,
@@ -253,9 +232,6 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
     the run's weak learner (``SCREEN_LEARNER``): the screen's test holds its level for any such model, and a
     stronger one shows a related source's rule with fewer target rows.
     """
-    from .protocol import Protocol
-    from .driver.batch import _Inputs, _subset, candidate
-
     shard = inputs.shard
     counts = np.asarray(shard.domain_counts if shard.domain_counts is not None else [], dtype=np.int64)
     rows = np.flatnonzero(shard.domain == target)
@@ -266,9 +242,9 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
     def target_errors(run: tuple, on, label: str) -> int:
         model = candidate(comm, *run, rounds, on, seed, phase="source screen", step=len(out) + 1, steps=steps,
                           callbacks=callbacks, label=label).finish()
-        wrong, m = _row_outcomes(model, shard, rows)
+        wrong, m = row_outcomes(model, shard, rows)
         watchdog.tick()
-        errors = int(comm.allreduce_int(np.array([wrong.sum()], dtype=np.int64))[0])
+        errors = count(comm, wrong)
         total, square = proto.reduce_terms([_exact.partials(np.ascontiguousarray(m)),
                                             _exact.partials(np.ascontiguousarray(m * m))])  # exact: any ranks
         return {"errors": errors, "margin_sum": float(total), "margin_square": float(square)}
@@ -281,7 +257,7 @@ def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: in
         out[k] = target_errors(strategy_run("target", "adaboost", params, k, int(counts[k])), inputs,
                                f"source {names[k] if k < len(names) else k}")
     if len(out) > 1:  # the sources' union may carry a rule over that no single source shows alone
-        union = _Inputs(_subset(shard, shard.domain != target, comm))
+        union = Inputs(subset(shard, shard.domain != target, comm))
         out["sources"] = target_errors(strategy_run("pooled", "adaboost", params, target, n_target), union,
                                        "every source")
     return out
@@ -328,12 +304,10 @@ def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int,
     dict
         strategy -> (wrong, margin), arrays over this rank's rows (zeros off the target).
     """
-    from .driver.batch import _Inputs, _subset, candidate
-
     shard = inputs.shard
     out = {s: (np.zeros(shard.domain.size, dtype=np.int64), np.zeros(shard.domain.size)) for s in STRATEGIES}
     for f in range(k):
-        part = _subset(shard, fold != f, comm)  # every source row and the other folds' target rows
+        part = subset(shard, fold != f, comm)  # every source row and the other folds' target rows
         held = np.flatnonzero(fold == f)
         for s in STRATEGIES:
             name, p = strategy_run(s, algorithm, params, target, n_target)
@@ -342,26 +316,12 @@ def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int,
                 rows = own_bins(comm, shard, (fold != f) & (shard.domain == target), seed)
                 cols = rebin(shard, held, rows.bins)
             done = f * len(STRATEGIES) + STRATEGIES.index(s) + 1
-            model = candidate(comm, name, p, rounds, _Inputs(rows), seed, phase="source trust folds", step=done,
+            model = candidate(comm, name, p, rounds, Inputs(rows), seed, phase="source trust folds", step=done,
                               steps=k * len(STRATEGIES), callbacks=callbacks, label=f"fold {f + 1}: {s}").finish()
-            wrong, margin = _row_outcomes(model, shard, held, cols)
+            wrong, margin = row_outcomes(model, shard, held, cols)
             out[s][0][held], out[s][1][held] = wrong, margin
             watchdog.tick()
     return out
-
-
-def paired_gain(comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int) -> tuple[int, float, float]:
-    """Collective: (errors of ``wrong``, its mean gain over ``base_wrong``, the standard error of that mean).
-
-    ``base_wrong`` and ``wrong`` are this rank's 0/1 errors of two models on the same held-out rows; ``n`` the
-    held-out rows of all ranks. The gain is the mean of the paired differences ``base_wrong - wrong`` (+1 where
-    the second model is right and the first wrong), from exact integer sums: the same on any number of ranks.
-    """
-    d = base_wrong - wrong
-    sums = comm.allreduce_int(np.array([wrong.sum(), d.sum(), (d * d).sum()], dtype=np.int64))
-    gain = int(sums[1]) / n
-    var = max(int(sums[2]) - int(sums[1]) ** 2 / n, 0.0) / max(n - 1, 1)
-    return int(sums[0]), gain, math.sqrt(var / n)
 
 
 def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
@@ -389,8 +349,6 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
         ``chosen`` (a strategy), ``folds``, ``rule``, and per strategy its
         held-out ``errors``, ``error`` (their fraction) and ``margin``.
     """
-    from .protocol import Protocol
-
     shard = inputs.shard
     counts = target_class_counts(comm, shard, target)
     smallest = int(counts.min()) if counts.size else 0
@@ -419,13 +377,13 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
     base_wrong = outcomes[incumbent][0]
     for s in STRATEGIES:
         wrong, margin = outcomes[s]
-        errors, gain, se = paired_gain(comm, base_wrong, wrong, n_target)
+        paired = paired_gain(comm, base_wrong, wrong, n_target)
         total = float(proto.reduce_terms([_exact.partials(np.ascontiguousarray(margin))])[0])  # exact: any ranks
-        tried[s] = {"errors": errors, "error": errors / n_target, "margin": total / n_target, "gain": gain, "se": se}
+        tried[s] = {**paired, "error": paired["errors"] / n_target, "margin": total / n_target}
     chosen = incumbent
     for s in STRATEGIES:
         t = tried[s]
-        if s != incumbent and t["gain"] > 0 and t["gain"] > SWITCH_SE * t["se"] \
+        if s != incumbent and switches(t["gain"], t["se"]) \
                 and (chosen == incumbent or t["gain"] > tried[chosen]["gain"]):
             chosen = s
     others = " or ".join(s for s in STRATEGIES if s != incumbent)
@@ -440,22 +398,14 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
 
 def target_class_counts(comm, shard, target: int) -> np.ndarray:
     """Collective: the global count of each class among the target rows."""
-    from .driver.batch import _class_index
-
     K = max(int(shard.n_classes), 2)
-    local = np.bincount(_class_index(shard.y[shard.domain == target]), minlength=K).astype(np.int64)
+    local = np.bincount(class_index(shard.y[shard.domain == target]), minlength=K).astype(np.int64)
     return comm.allreduce_int(local)
 
 
-def recorded(resume) -> Optional[dict]:
-    """The source-trust record of a checkpoint (None when it has none)."""
-    info = resume.info if resume is not None and isinstance(resume.info, dict) else {}
-    rec = info.get("source_trust")
-    if rec is None:
-        return None
-    if not isinstance(rec, dict) or rec.get("chosen") not in STRATEGIES:
-        raise CollectiveError("--resume: the checkpoint's source_trust record is not one this version wrote")
-    return rec
+def _valid(rec: dict) -> bool:
+    """A record of a choice this version makes."""
+    return rec.get("chosen") in STRATEGIES
 
 
 MEANING = {"algorithm": "the transfer algorithm", "pooled": "AdaBoost on every row pooled",
@@ -474,10 +424,62 @@ def describe(rec: dict) -> str:
     return f"source trust: {rec['chosen']}, the model is {what} ({rec['folds']}-fold held-out target errors: {parts})"
 
 
+class SourceTrust:
+    """The selection: how far a transfer run trusts its sources (the module docstring); the run that follows
+    trains the way chosen, which may be an AdaBoost baseline instead of the transfer algorithm."""
+
+    key = "source_trust"
+
+    def wanted(self, plan: Plan, ctx: Context) -> bool:
+        return type(ctx.algo).has("source_trust")
+
+    def recorded(self, ctx: Context) -> Optional[dict]:
+        rec = selection_record(ctx.resume, self.key, _valid)
+        if rec is None:
+            return None
+        algo = ctx.algo
+        if not type(algo).has("source_trust"):
+            raise CollectiveError(f"--resume: the checkpoint chose how to trust its sources, but {algo.name} has none")
+        asked = algo.params["source_trust"]
+        if asked != "cv" and asked != rec["chosen"]:
+            raise CollectiveError(f"--resume: the checkpoint trained --source-trust {rec['chosen']}, this run asks "
+                                  f"for {asked}")
+        return rec
+
+    def trains(self, rec: dict, algorithm: str) -> str:
+        return algorithm if rec["chosen"] == "algorithm" else BASELINE
+
+    def skipped(self, plan: Plan, ctx: Context) -> Optional[dict]:
+        asked = ctx.algo.params["source_trust"]
+        return None if asked == "cv" else {"chosen": asked, "rule": "given (--source-trust)"}
+
+    def choose(self, plan: Plan, ctx: Context) -> dict:
+        return choose(ctx.comm, plan.algorithm, plan.params, ctx.rounds, plan.inputs, ctx.seed, ctx.algo.target,
+                      int(ctx.algo.params["source_folds"]), ctx.callbacks)
+
+    def apply(self, rec: dict, plan: Plan, ctx: Context) -> Plan:
+        algo = ctx.algo
+        algorithm, params = strategy_run(rec["chosen"], plan.algorithm, plan.params, algo.target, algo.n_target)
+        inputs = target_only(ctx.comm, plan.inputs, algo.target, ctx.seed) if rec["chosen"] == "target" \
+            else plan.inputs
+        return plan.but(algorithm=algorithm, params=params, inputs=inputs)
+
+    def describe(self, rec: dict) -> Optional[str]:
+        return describe(rec)
+
+    def prepare(self, plan: Plan, ctx: Context) -> None:
+        """Collective: the target domain of the rows resolved (its name to its index), agreed over the ranks."""
+        with ctx.comm.collective_guard():
+            try:
+                ctx.algo.check_data(plan.inputs.shard)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+
+
 def check_value(value) -> None:
     if value not in CHOICES:
         raise CollectiveError(f"--source-trust must be one of {', '.join(CHOICES)}, got {value!r}")
 
 
-__all__ = ["CHOICES", "STRATEGIES", "carries_over", "choose", "describe", "recorded", "source_screen", "strategy_run",
-           "target_folds"]
+__all__ = ["CHOICES", "STRATEGIES", "SourceTrust", "carries_over", "choose", "describe", "source_screen",
+           "strategy_run", "target_folds"]

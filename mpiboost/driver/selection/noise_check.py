@@ -20,7 +20,7 @@ the better one on clean rows too.
 * The held-out rows are the validation rows of the run (``--valid`` or
   ``--valid-fraction``) when it has any, else ``HOLDOUT_FRACTION`` of the
   training rows, stratified and systematic on the global row order
-  (:func:`mpiboost.driver.validation.valid_mask`: the same rows on any number
+  (:func:`mpiboost.data.subsets.valid_mask`: the same rows on any number
   of ranks); below ``MIN_ROWS`` training rows there is no check.
 * SmoothBoost as asked and AdaBoost with the same weak learner and rounds are
   trained on the other rows and scored on the held-out ones (exact integer
@@ -28,7 +28,7 @@ the better one on clean rows too.
 * SmoothBoost, the algorithm asked for, stays unless AdaBoost has fewer
   held-out errors by more than ``SWITCH_SE`` standard errors of the paired
   per-row differences (the one-standard-error rule, as for the sources of a
-  transfer run: :mod:`mpiboost.source_trust`).
+  transfer run: :mod:`.paired`).
 * The one chosen is trained on every training row and is the model; the
   record, with both counts, is ``model.info["noise_check"]``; a checkpoint
   keeps it, so ``--resume`` trains the chosen one on without a new check.
@@ -38,7 +38,7 @@ the better one on clean rows too.
 there is no check; nor with ``--train-domain`` or ``--entity-balanced``, whose
 rows and weights AdaBoost does not share.
 
-The driver calls this module; the algorithm knows nothing of it.
+The driver runs it as a selection (:class:`NoiseCheck`); the algorithm knows nothing of it.
 """
 from __future__ import annotations
 
@@ -46,10 +46,14 @@ from typing import Optional
 
 import numpy as np
 
-from . import boost, watchdog
-from .boost.smoothboost import NOISE_CHECK
-from .errors import CollectiveError
-from .source_trust import SWITCH_SE, _row_outcomes, paired_gain
+from ... import boost, watchdog
+from ...boost.smoothboost import NOISE_CHECK
+from ...data.subsets import subset, valid_mask
+from ...errors import CollectiveError
+from ..inputs import Inputs
+from ..record import selection_record
+from .base import Context, Plan, candidate
+from .paired import SWITCH_SE, count, paired_gain, row_outcomes, switches
 
 CHOICES = NOISE_CHECK
 BASELINE = "adaboost"
@@ -101,7 +105,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, c
     algorithm, params, rounds, seed
         The SmoothBoost run as asked for.
     inputs
-        The loaded inputs (:class:`mpiboost.driver.inputs._Inputs`); its validation rows, if any, are the
+        The loaded inputs (:class:`mpiboost.driver.inputs.Inputs`); its validation rows, if any, are the
         held-out rows.
     callbacks
         :class:`mpiboost.callbacks.Callback` objects, told of each training (``on_fit_end``).
@@ -110,10 +114,9 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, c
     -------
     dict
         ``chosen`` (``"algorithm"`` or ``"adaboost"``), ``rule``, ``held_out`` (rows), ``rows`` (where they
-        came from) and, per candidate, its held-out ``errors`` and ``error``; AdaBoost's ``gain`` and ``se``.
+        came from) and, per candidate, its held-out ``errors`` and ``error``; AdaBoost's ``gain``, ``se`` and
+        ``differ`` (the held-out rows where exactly one of the two errs).
     """
-    from .driver.batch import _Inputs, _subset, candidate, valid_mask
-
     shard = inputs.shard
     if inputs.valid is not None:
         train, held, rows = inputs.shard, inputs.valid, np.arange(inputs.valid.n_local)
@@ -122,40 +125,32 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, c
         return {"chosen": "algorithm", "rule": f"no check: fewer than {MIN_ROWS:,} training rows"}
     else:
         mask = valid_mask(shard, HOLDOUT_FRACTION, int(seed) ^ _SEED_SALT, comm)
-        train, held, rows = _subset(shard, ~mask, comm), shard, np.flatnonzero(mask)
+        train, held, rows = subset(shard, ~mask, comm), shard, np.flatnonzero(mask)
         where = f"{HOLDOUT_FRACTION:g} of the training rows"
     wrong = {}
     names = (("algorithm", algorithm, params), ("adaboost", *baseline_run(params)))
     for i, (key, name, p) in enumerate(names):
-        model = candidate(comm, name, p, rounds, _Inputs(train), seed, phase="noise check", step=i + 1,
+        model = candidate(comm, name, p, rounds, Inputs(train), seed, phase="noise check", step=i + 1,
                           steps=len(names), callbacks=callbacks,
                           label="SmoothBoost" if key == "algorithm" else "AdaBoost").finish()
-        wrong[key] = _row_outcomes(model, held, rows)[0]
+        wrong[key] = row_outcomes(model, held, rows)[0]
         watchdog.tick()
-    n = int(comm.allreduce_int(np.array([rows.size], dtype=np.int64))[0])  # at least 1: split_valid refuses none
-    mine = int(comm.allreduce_int(np.array([wrong["algorithm"].sum()], dtype=np.int64))[0])
-    errors, gain, se = paired_gain(comm, wrong["algorithm"], wrong["adaboost"], n)
-    chosen = "adaboost" if gain > 0 and gain > SWITCH_SE * se else "algorithm"
+    n = count(comm, rows.size)  # at least 1: split_valid refuses none
+    mine = count(comm, wrong["algorithm"])
+    ada = paired_gain(comm, wrong["algorithm"], wrong["adaboost"], n)
+    chosen = "adaboost" if switches(ada["gain"], ada["se"]) else "algorithm"
     return {"chosen": chosen, "held_out": n, "rows": where,
             "rule": f"SmoothBoost unless AdaBoost has fewer errors on {where} by more than {SWITCH_SE:g} standard "
                     "error of the paired per-row differences",
             "tried": {"algorithm": {"errors": mine, "error": mine / n},
-                      "adaboost": {"errors": errors, "error": errors / n, "gain": gain, "se": se}}}
+                      "adaboost": {**ada, "error": ada["errors"] / n}}}
 
 
-def recorded(resume) -> Optional[dict]:
-    """The noise-check record of a checkpoint (None when it has none)."""
-    info = resume.info if resume is not None and isinstance(resume.info, dict) else {}
-    rec = info.get("noise_check")
-    if rec is None:
-        return None
-    if not isinstance(rec, dict) or rec.get("chosen") not in ("algorithm", "adaboost") or not _counts_ok(rec):
-        raise CollectiveError("--resume: the checkpoint's noise_check record is not one this version wrote")
-    return rec
-
-
-def _counts_ok(rec: dict) -> bool:
-    """A record without counts (no check made), or one whose counts are what :func:`describe` prints."""
+def _valid(rec: dict) -> bool:
+    """A record of a choice this version makes: without counts (no check made), or with the counts that
+    :func:`describe` prints."""
+    if rec.get("chosen") not in ("algorithm", "adaboost"):
+        return False
     if "tried" not in rec:
         return True
     tried = rec["tried"]
@@ -172,5 +167,43 @@ def describe(rec: dict) -> str:
             f"{t['algorithm']['errors']:,}, AdaBoost {t['adaboost']['errors']:,}")
 
 
-__all__ = ["BASELINE", "CHOICES", "HOLDOUT_FRACTION", "MIN_ROWS", "baseline_run", "choose", "describe", "recorded",
+class NoiseCheck:
+    """The selection: SmoothBoost as asked, or AdaBoost when held-out rows show the labels clean (:func:`choose`)."""
+
+    key = "noise_check"
+
+    def wanted(self, plan: Plan, ctx: Context) -> bool:
+        return type(ctx.algo).has("noise_check") and boost.get(plan.algorithm).has("noise_check")
+
+    def recorded(self, ctx: Context) -> Optional[dict]:
+        rec = selection_record(ctx.resume, self.key, _valid)
+        if rec is not None and rec["chosen"] == "adaboost" and ctx.algo.params.get("noise_check") == "off":
+            raise CollectiveError("--resume: the checkpoint's noise check chose AdaBoost; --noise-check off asks for "
+                                  "SmoothBoost (train anew, or resume without it)")
+        return rec
+
+    def trains(self, rec: dict, algorithm: str) -> str:
+        return BASELINE if rec["chosen"] == "adaboost" else algorithm
+
+    def prepare(self, plan: Plan, ctx: Context) -> None:
+        pass
+
+    def skipped(self, plan: Plan, ctx: Context) -> Optional[dict]:
+        why = skipped(ctx.algo.params, plan.auto)
+        if why is None and ctx.resume is not None:
+            why = "resumed from a checkpoint that made no check"
+        return None if why is None else {"chosen": "algorithm", "rule": why}
+
+    def choose(self, plan: Plan, ctx: Context) -> dict:
+        return choose(ctx.comm, plan.algorithm, plan.params, ctx.rounds, plan.inputs, ctx.seed, ctx.callbacks)
+
+    def apply(self, rec: dict, plan: Plan, ctx: Context) -> Plan:
+        algorithm, params = strategy_run(rec["chosen"], plan.algorithm, plan.params)
+        return plan.but(algorithm=algorithm, params=params)
+
+    def describe(self, rec: dict) -> Optional[str]:
+        return describe(rec) if rec.get("tried") else None
+
+
+__all__ = ["BASELINE", "CHOICES", "HOLDOUT_FRACTION", "MIN_ROWS", "NoiseCheck", "baseline_run", "choose", "describe",
            "skipped", "strategy_run"]
