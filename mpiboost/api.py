@@ -314,7 +314,7 @@ def stream_rows(comm, X, y, feature_names=None):
     """
     import numpy as np
 
-    from .comm import Comm, _mpi
+    from .comm import single
     from .data import labels as lab
     from .data.memory import memory_file
 
@@ -325,7 +325,7 @@ def stream_rows(comm, X, y, feature_names=None):
     parts = comm.allgather((mine.local["X"], values))
     Xa = np.concatenate([p[0] for p in parts if p[0].shape[0]], axis=0)
     ya = np.concatenate([p[1] for p in parts if p[1].shape[0]])
-    return memory_file(Comm(_mpi().COMM_SELF), Xa, ya, None, feature_names=mine.feature_names)
+    return memory_file(single(), Xa, ya, None, feature_names=mine.feature_names)
 
 
 def _train_online(comm, algo, run, params, X, y, *, feature_names, valid, callbacks, resume, domain, weight=None):

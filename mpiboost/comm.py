@@ -626,6 +626,11 @@ def world() -> Comm:
     return Comm()
 
 
+def single() -> Comm:
+    """A communicator of this process alone (MPI's ``COMM_SELF``): serial work inside a job of any size."""
+    return Comm(_mpi().COMM_SELF)
+
+
 def mpi_started() -> bool:
     """True once a communicator exists in this process (mpi4py imported and MPI initialized)."""
     return _MPI is not None

@@ -129,16 +129,15 @@ def group_curves(model, paths: Sequence[str], max_points: int = MAX_POINTS) -> G
     Serial: reads every row of ``paths`` in this process.
     """
     from . import boost
-    from .comm import Comm
+    from .comm import single
     from .data.load import load
     from .evaluate import _task, check_features
     from .model import Scorer
-    from mpi4py import MPI
 
     if getattr(model, "kind", None) == "online":
         raise InputError("--model: per-domain curves need a batch model (an online model has no rounds)")
     check_features(model, paths)
-    shard = load(Comm(MPI.COMM_SELF), paths, task=_task(model), classes=model.classes, bins=model.bins,
+    shard = load(single(), paths, task=_task(model), classes=model.classes, bins=model.bins,
                  keep_raw=model.needs_raw)
     if shard.y is None or getattr(shard, "unlabelled", False):
         raise InputError(f"{paths[0]}: per-domain curves need labelled rows")

@@ -167,9 +167,7 @@ class Watchdog:
         threading.Timer(GRACE + OUTPUT_GRACE, os._exit, args=(2,)).start()
         time.sleep(OUTPUT_GRACE)  # let the launcher forward the message first
         try:
-            from mpi4py import MPI
-
-            MPI.COMM_WORLD.Abort(2)
+            self.comm.Abort(2)  # a duplicate of the job's communicator: MPI_Abort ends the job's processes
         finally:
             os._exit(2)
 

@@ -125,3 +125,20 @@ def test_the_walk_sees_function_imports_and_skips_annotations():
 def test_the_check_sees_a_circle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_mpi4py_is_imported_by_the_communicator_alone():
+    """mpiboost.comm is the one door to MPI: any other module that imports mpi4py (or reaches for the
+    communicator's private ``_mpi``) bypasses its byte counts, its error handling and its thread level."""
+    users = []
+    for name, f in _modules().items():
+        if name == "mpiboost.comm":
+            continue
+        for node in _walk(ast.parse(f.read_text(encoding="utf-8")), top_level_only=False):
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "mpi4py" for a in node.names):
+                users.append(name)
+            elif isinstance(node, ast.ImportFrom) and (
+                    (node.module or "").split(".")[0] == "mpi4py"
+                    or any(a.name == "_mpi" for a in node.names)):
+                users.append(name)
+    assert users == []

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from mpiboost import domain_classifier as dc
-from mpiboost.comm import Comm, _mpi
+from mpiboost.comm import world
 
 
 def synthetic(kind: str, n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--sklearn", action="store_true", help="also time scikit-learn on the center (all rows)")
     args = ap.parse_args()
 
-    comm = Comm(_mpi().COMM_WORLD)
+    comm = world()
     if args.data:
         import h5py
 

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchutil import median_time  # noqa: E402
 
 from mpiboost._ext import _exact, _histogram, _openmp, _weights
-from mpiboost.comm import Comm, _mpi
+from mpiboost.comm import single
 from mpiboost.data.synth import longservedio
 from mpiboost.protocol import Protocol, fixed_point
 
@@ -43,7 +43,7 @@ def main() -> None:
     g = q * y
     hist = np.zeros((d, 256), dtype=np.int64)
     margin = np.zeros(n)
-    proto = Protocol(Comm(_mpi().COMM_SELF))
+    proto = Protocol(single())
     cap = 1.0 / (0.1 * n)
     cores = len(os.sched_getaffinity(0))
     print(f"kernel benchmark: n = {n:,}, d = {d}, median of {r} runs")

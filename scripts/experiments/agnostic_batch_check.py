@@ -29,9 +29,9 @@ import common as C  # noqa: E402
 import samme_tables as S  # noqa: E402
 
 from mpiboost.boost.agnostic_batch import RELABEL  # noqa: E402
-from mpiboost.comm import Comm, _mpi  # noqa: E402
+from mpiboost.api import train_files  # noqa: E402
+from mpiboost.comm import single  # noqa: E402
 from mpiboost.data.format import write_dataset  # noqa: E402
-from mpiboost.driver.batch import train  # noqa: E402
 
 NAMES = ["balance-scale", "car", "yeast"]
 
@@ -55,7 +55,8 @@ def splits(args, name: str, data: dict, shuffle: int) -> tuple[Path, Path, np.nd
 
 
 def accuracy(comm, train_path: Path, X, truth, algo: str, params: dict, rounds: int, seed: int) -> float:
-    model = train(comm, [str(train_path)], algorithm=algo, rounds=rounds, params=params, seed=seed, threads=1).model
+    model = train_files({"algo": algo, "rounds": rounds, "seed": seed, "threads": 1, **params}, [str(train_path)],
+                        comm=comm)
     pred = model.predict_raw(np.asarray(X, dtype=np.float64))
     return float(np.mean([p == t for p, t in zip(pred.tolist(), truth.tolist())]))
 
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
     p.add_argument("--shuffles", type=int, default=5)
     args = p.parse_args(argv)
     args.convert_dir = args.workdir / "samme" / "convert"  # the conversions samme_tables.py makes
-    comm = Comm(_mpi().COMM_SELF)
+    comm = single()
     methods = [(f"{r} γ={g:g}", "agnostic-batch", {"relabel": r, "gamma": g}) for r in RELABEL for g in args.gammas]
     methods.append(("SAMME", "samme", {"weak_learner": "histogram"}))
     acc = {name: {m[0]: [] for m in methods} for name in args.datasets}

@@ -324,6 +324,17 @@ def publish(body: str, out: Optional[Path] = None) -> None:
         out.write_text(text + "\n")
 
 
+def table_main(args, records: str, run: Callable[["Records"], None], render: Callable[["Records"], str]) -> int:
+    """The ``main`` of a table script: its raw records (``args.workdir/results/records``: kept with
+    ``--resume``, read alone with ``--render-only``), the runs, and the table published with its command and
+    provenance (and written to ``--out``)."""
+    rec = Records(args.workdir / "results" / records, fresh=not (args.resume or args.render_only))
+    if not args.render_only:
+        run(rec)
+    publish(render(rec), args.out)
+    return 0
+
+
 class Records:
     """Raw results of a table, one JSON object per line, for re-rendering (--render-only)."""
 

@@ -37,13 +37,13 @@ def mean_task_auc(scores, y, task) -> float:
 
 
 def ours(train_path, X, task, algorithm, params, rounds, valid_fraction=None, valid_metric="error"):
-    from mpiboost.comm import Comm, _mpi
-    from mpiboost.driver.batch import train
+    from mpiboost.api import train_files
+    from mpiboost.comm import single
 
-    res = train(Comm(_mpi().COMM_SELF), [str(train_path)], algorithm=algorithm, rounds=rounds, params=params,
-                seed=1, threads=2, valid_fraction=valid_fraction, valid_metric=valid_metric,
-                best_round=valid_fraction is not None)
-    m = res.model
+    run = {"algo": algorithm, "rounds": rounds, "seed": 1, "threads": 2, "valid_metric": valid_metric}
+    if valid_fraction is not None:
+        run.update(valid_fraction=valid_fraction, best_round=True)
+    m = train_files({**run, **params}, [str(train_path)], comm=single())
     cols = np.empty((X.shape[1], X.shape[0]), dtype=np.uint8)
     m.bins.transform(X, out=cols.T)
     return m.decision_binned(cols, None, task if m.vote == "task" else None)

@@ -384,11 +384,7 @@ def render(args, rec: C.Records) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    rec = C.Records(args.workdir / "results" / "multiboost.jsonl", fresh=not (args.resume or args.render_only))
-    if not args.render_only:
-        run_all(args, rec)
-    C.publish(render(args, rec), args.out)
-    return 0
+    return C.table_main(args, "multiboost.jsonl", lambda rec: run_all(args, rec), lambda rec: render(args, rec))
 
 
 if __name__ == "__main__":

@@ -70,8 +70,8 @@ def name_of(s) -> str:
 
 
 def run_all(args, rec: C.Records) -> None:
+    from mpiboost.api import train_files
     from mpiboost.comm import world
-    from mpiboost.driver.batch import train
 
     comm = world()
     for name in args.datasets:
@@ -83,11 +83,12 @@ def run_all(args, rec: C.Records) -> None:
                 if rec.find(**key):
                     continue
                 params = {"weak_learner": "stump"} if algo == "adaboost" else {"epsilon": e, "gamma": g}
-                res = train(comm, [str(noisy)], algorithm=algo, rounds=args.rounds, params=params, seed=seed,
-                            valid_fraction=args.valid_fraction, best_round=True, threads=args.threads)
-                v = res.model.info["validation"]
+                model = train_files({"algo": algo, "rounds": args.rounds, "seed": seed, "threads": args.threads,
+                                     "valid_fraction": args.valid_fraction, "best_round": True, **params},
+                                    [str(noisy)], comm=comm)
+                v = model.info["validation"]
                 rec.add({**key, "best_error": v["best_error"], "best_round": v["best_round"],
-                         "last_error": v["last_error"], "seconds": res.summary["seconds"]["total"]})
+                         "last_error": v["last_error"], "seconds": model.summary_["seconds"]["total"]})
                 C.log(f"{name} seed {seed} {name_of(s)}: valid {100 * v['best_error']:.2f}% at round "
                       f"{v['best_round']} ({100 * v['last_error']:.2f}% at {v['rounds_trained']})")
 
@@ -152,11 +153,7 @@ def render(args, rec: C.Records) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    rec = C.Records(args.workdir / "results" / "noise_defaults.jsonl", fresh=not (args.resume or args.render_only))
-    if not args.render_only:
-        run_all(args, rec)
-    C.publish(render(args, rec), args.out)
-    return 0
+    return C.table_main(args, "noise_defaults.jsonl", lambda rec: run_all(args, rec), lambda rec: render(args, rec))
 
 
 if __name__ == "__main__":

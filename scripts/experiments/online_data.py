@@ -25,6 +25,7 @@ Row and class counts are checked against the published UCI counts of
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import functools
 import sys
@@ -139,7 +140,9 @@ def load(name: str, root: Path = C.DATASETS):
     return X, y, values, len(classes), desc
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.parse_args(argv)  # no options: the sets are read from $MPIBOOST_DATASETS
     rows = []
     for name in NAMES:
         X, y, values, k, desc = load(name)

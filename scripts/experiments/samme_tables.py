@@ -668,11 +668,8 @@ def main(argv=None) -> int:
         C.publish(diagnose(args, args.diagnose), args.out)
         return 0
     peers, notes = available(args.peers)
-    rec = C.Records(args.workdir / "results" / "samme_tables.jsonl", fresh=not (args.resume or args.render_only))
-    if not args.render_only:
-        run_all(args, rec, peers)
-    C.publish(render(args, rec, peers, notes), args.out)
-    return 0
+    return C.table_main(args, "samme_tables.jsonl", lambda rec: run_all(args, rec, peers),
+                        lambda rec: render(args, rec, peers, notes))
 
 
 if __name__ == "__main__":

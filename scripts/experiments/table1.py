@@ -146,11 +146,8 @@ def render(args, rec: C.Records, peers: list[str], notes: list[str]) -> str:
 def main(argv=None) -> int:
     args = parse_args(argv)
     peers, notes = C.available_peers(args.peers)
-    rec = C.Records(args.workdir / "results" / f"table1_n{args.n_train}.jsonl", fresh=not (args.resume or args.render_only))
-    if not args.render_only:
-        run_all(args, rec, peers)
-    C.publish(render(args, rec, peers, notes), args.out)
-    return 0
+    return C.table_main(args, f"table1_n{args.n_train}.jsonl", lambda rec: run_all(args, rec, peers),
+                        lambda rec: render(args, rec, peers, notes))
 
 
 if __name__ == "__main__":

@@ -128,22 +128,23 @@ def run_method(args, comm, spec: str, target_file: Path, source_files: list, tes
         m.fit(np.vstack(Xs), (np.concatenate(ys) > 0).astype(int), sample_weight=weight)
         err = float(np.mean(np.where(m.predict(Xte) > 0, 1, -1) != np.where(yte > 0, 1, -1)))
         return {"error": err, "rounds_done": None, "empty": False, "seconds": time.perf_counter() - t0}
+    from mpiboost.api import train_files
     from mpiboost.evaluate import evaluate
-    from mpiboost.driver.batch import train
 
+    run = {"rounds": args.rounds, "seed": 0, "threads": 1, "weak_learner": "histogram"}
     if name in ("adaboost-target", "adaboost-pooled"):
         files = [target_file] if name == "adaboost-target" else [target_file, *source_files]
-        res = train(comm, [str(f) for f in files], algorithm="adaboost", rounds=args.rounds,
-                    params={"weak_learner": "histogram", **params}, seed=0, threads=1)
+        model = train_files({"algo": "adaboost", **run, **params}, [str(f) for f in files], comm=comm)
     else:
-        res = train(comm, [str(f) for f in [target_file, *source_files]], algorithm=name, rounds=args.rounds,
-                    params={"weak_learner": "histogram", "target_domain": 0, **params}, seed=0, threads=1)
-    ev = evaluate(comm, res.model, [str(test_file)])
-    return {"error": float(ev["error"]), "auc": ev.get("auc"), "rounds_done": res.summary["rounds"],
-            "source_trust": (res.summary.get("source_trust") or {}).get("chosen"),
-            "source_trust_tried": (res.summary.get("source_trust") or {}).get("tried"),  # held-out counts
-            "source_trust_screen": (res.summary.get("source_trust") or {}).get("screen"),
-            "empty": res.model.n_rounds == 0, "stop_reason": res.summary["stop_reason"],
+        model = train_files({"algo": name, **run, "target_domain": 0, **params},
+                            [str(f) for f in [target_file, *source_files]], comm=comm)
+    ev = evaluate(comm, model, [str(test_file)])
+    s = model.summary_
+    return {"error": float(ev["error"]), "auc": ev.get("auc"), "rounds_done": s["rounds"],
+            "source_trust": (s.get("source_trust") or {}).get("chosen"),
+            "source_trust_tried": (s.get("source_trust") or {}).get("tried"),  # held-out counts
+            "source_trust_screen": (s.get("source_trust") or {}).get("screen"),
+            "empty": model.n_rounds == 0, "stop_reason": s["stop_reason"],
             "seconds": time.perf_counter() - t0}
 
 

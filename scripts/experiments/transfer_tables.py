@@ -7,7 +7,7 @@ whose target error is >= 1/2 ends training, ``--high-error stop``) and, as a
 second variant, the four transfer methods with ``--high-error clip``.
 
 Everything runs in this one process through the Python API (a one-rank
-world, ``mpiboost.driver.batch.train`` and ``mpiboost.evaluate.evaluate``, the same
+world, ``mpiboost.api.train_files`` and ``mpiboost.evaluate.evaluate``, the same
 code ``mpiboost train`` / ``mpiboost evaluate`` call), one thread: starting
 ``mpiexec`` for each of the ~2,000 runs would cost more than the runs.
 Parameters are built exactly as ``mpiboost/cli.py`` ``cmd_train`` builds them
@@ -119,14 +119,14 @@ def params_for(method: str, variant: str) -> dict:
 
 
 def train_and_score(args, comm, Rounds, method: str, variant: str, train_files, test_files) -> dict:
+    from mpiboost.api import train_files as fit
     from mpiboost.evaluate import evaluate
-    from mpiboost.driver.batch import train
 
     cb = Rounds()
-    res = train(comm, [str(f) for f in train_files], algorithm=method, rounds=args.rounds,
-                params=params_for(method, variant), seed=0, callbacks=[cb], threads=args.threads)
-    ev = evaluate(comm, res.model, [str(f) for f in test_files])
-    s = res.summary
+    model = fit({"algo": method, "rounds": args.rounds, "seed": 0, "threads": args.threads,
+                 **params_for(method, variant)}, [str(f) for f in train_files], comm=comm, callbacks=[cb])
+    ev = evaluate(comm, model, [str(f) for f in test_files])
+    s = model.summary_
     eps = [float(r["eps_t_raw"]) for r in cb.rows if "eps_t_raw" in r]  # full precision: 1/2 is a knife edge
     return {
         "error": ev["error"], "auc": ev["auc"], "rounds_done": s["rounds"], "stop_reason": s["stop_reason"],
