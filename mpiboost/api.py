@@ -170,7 +170,7 @@ def train(
         On every rank alike, naming the option, argument, rank or row, before any training.
     """
     from .data.memory import memory_file
-    from .driver.algorithm import MAX_ROUNDS, make_algorithm
+    from .driver.algorithm import make_algorithm
 
     comm = _comm(comm)
     algo, run, algo_params = split_params(params)
@@ -179,19 +179,13 @@ def train(
     if is_online(algo):
         return _train_online(comm, algo, run, algo_params, X, y, feature_names=feature_names, valid=valid,
                              callbacks=callbacks, resume=resume, domain=domain, weight=weight)
-    if run.get("rounds") is None:
-        raise CollectiveError(f"params: 'rounds' is required for {algo}")
-    rounds = run["rounds"]
-    if isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or not 1 <= rounds <= MAX_ROUNDS:
-        raise CollectiveError(f"params: 'rounds' must be an integer in 1..{MAX_ROUNDS:,}, got {rounds!r}")
-    rounds = int(rounds)  # a numpy integer too
     from . import boost
 
-    cls = boost.get(algo)
-    if cls.needs_target and algo_params.get("target_domain") is None \
+    if boost.get(algo).needs_target and algo_params.get("target_domain") is None \
             and "target" not in list(domain_names or []):
         algo_params["target_domain"] = "0"  # the target's rows are domain 0 (sources 1, 2, ...)
-    targets = make_algorithm(algo, algo_params, rounds).load_task() == "regression"  # options checked
+    config = _config(algo, run, algo_params, has_valid=valid is not None)  # every option checked, before any work
+    targets = make_algorithm(config.algorithm, config.params, config.rounds).load_task() == "regression"
     from .data import frames
 
     X, categories = frames.encode(comm, X)  # a DataFrame's categorical columns as codes, agreed over the ranks
@@ -217,7 +211,7 @@ def train(
         vfiles = [memory_file(comm, Xv, yv, dv, feature_names=data.feature_names,
                               domain_names=domain_names, what="valid", targets=targets)]
         vfiles[0].categorical = data.categorical
-    model = _run_batch(comm, algo, rounds, run, algo_params, [data], vfiles, callbacks, resume)
+    model = _run_batch(comm, config, [data], vfiles, callbacks, resume)
     if categories:
         model.info["categories"] = categories  # saved with the model: predict maps a DataFrame's values by name
     return model
@@ -274,37 +268,51 @@ def _categorical(comm, X: Any, data, categories: Optional[dict], given: Optional
     return out or None
 
 
-def _run_batch(comm, algo: str, rounds: int, run: dict, algo_params: dict, data: list, valid, callbacks, resume):
-    """The batch driver on checked options: the model, its run's summary in ``model.summary_``."""
+def _config(algo: str, run: dict, algo_params: dict, *, has_valid: bool):
+    """The run's configuration (:class:`mpiboost.driver.config.RunConfig`) from split ``params``, checked."""
+    from .driver.config import RunConfig
+
+    if run.get("rounds") is None:
+        raise CollectiveError(f"params: 'rounds' is required for {algo}")
+    options = {k: v for k, v in run.items() if k not in ("algo", "rounds")}
+    try:
+        return RunConfig.build(algo, run["rounds"], algo_params, has_valid=has_valid, **options)
+    except CollectiveError as exc:
+        text = str(exc)
+        flag = text.split(" ", 1)[0]
+        if flag.startswith("--") and _key(flag) in RUN_OPTIONS:  # a run option: named by its key here
+            text = f"params: {_key(flag)!r}" + text[len(flag):]
+        raise CollectiveError(text) from None
+
+
+def _run_batch(comm, config, data: list, valid, callbacks, resume):
+    """The batch driver on a checked configuration: the model, its run's summary in ``model.summary_``."""
     from .driver import batch
 
-    result = batch.train(
-        comm, data, algorithm=algo, rounds=rounds, params=algo_params, seed=int(run.get("seed", 0)),
-        valid=valid, callbacks=tuple(callbacks), dedicated_coordinator=bool(run.get("dedicated_coordinator", False)),
-        threads=run.get("threads") or None, resume=resume, valid_fraction=run.get("valid_fraction"),
-        best_round=bool(run.get("best_round", False)), early_stop=run.get("early_stop"),
-        valid_metric=run.get("valid_metric", "error"),
-    )
+    result = batch.train(comm, data, config, valid=valid, callbacks=tuple(callbacks), resume=resume)
     model = result.model
     model.summary_ = result.summary
     return model
 
 
-def train_files(params: dict, data: Sequence[str], *, valid: Optional[Sequence[str]] = None, comm: Any = None,
+def train_files(params, data: Sequence[str], *, valid: Optional[Sequence[str]] = None, comm: Any = None,
                 callbacks: Sequence = (), resume=None):
     """Collective: :func:`train` on HDF5 data files (every rank reads its block of their rows): the CLI's ``train``.
 
-    ``params`` as for :func:`train` (run options and the algorithm's own, checked by the caller or here);
+    ``params`` as for :func:`train` (run options and the algorithm's own, checked here), or a
+    :class:`mpiboost.driver.config.RunConfig` the caller built and checked;
     ``data``: the training files in order (a transfer run: the target's file first, as domain 0); ``valid``:
     validation files. Returns the model, with the run's summary in ``model.summary_``.
     """
+    from .driver.config import RunConfig
+
     comm = _comm(comm)
-    algo, run, algo_params = split_params(params)
-    rounds = run.get("rounds")
-    if rounds is None:
-        raise CollectiveError(f"params: 'rounds' is required for {algo}")
-    return _run_batch(comm, algo, int(rounds), run, algo_params, list(data), list(valid) if valid else None,
-                      callbacks, resume)
+    if isinstance(params, RunConfig):
+        config = params  # built and checked by the caller (the command line)
+    else:
+        algo, run, algo_params = split_params(params)
+        config = _config(algo, run, algo_params, has_valid=bool(valid))
+    return _run_batch(comm, config, list(data), list(valid) if valid else None, callbacks, resume)
 
 
 def stream_rows(comm, X, y, feature_names=None):

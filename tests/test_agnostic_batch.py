@@ -20,7 +20,7 @@ from mpiboost.data.binning import BinMapper
 from mpiboost.data.load import Layout, Shard
 from mpiboost.data.synth import multiclass
 from mpiboost.protocol import Protocol
-from mpiboost.driver.batch import train
+from runs import train
 from mpiboost.weak.stump import Stump
 
 MISSING = 255

@@ -24,7 +24,7 @@ from mpiboost.callbacks import Callback
 from mpiboost.data import format as fmt
 from mpiboost.errors import InputError
 from mpiboost.driver.algorithm import make_algorithm
-from mpiboost.driver.batch import train
+from runs import train
 
 ROUNDS = 8
 

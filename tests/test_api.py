@@ -16,7 +16,7 @@ import pytest
 import mpiboost
 from mpiboost.comm import Comm, _mpi
 from mpiboost.data.format import write_dataset
-from mpiboost.driver.batch import train as train_files
+from runs import train as train_files
 from mpiboost.errors import CollectiveError
 
 from collective import IN_MPI_RUN, comms_of_every_size, shared_tmpdir, splits, world

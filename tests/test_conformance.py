@@ -35,7 +35,7 @@ from mpiboost.comm import Comm, _mpi
 from mpiboost.data import format as fmt
 from mpiboost.data.synth import multiclass
 from mpiboost.model import Model
-from mpiboost.driver.batch import train
+from runs import train
 
 ROUNDS = 6
 CRASH_AT = 5  # the interrupted run dies in this round; its checkpoint file holds round CHECKPOINT_EVERY * k < it
@@ -267,7 +267,7 @@ def stream_file():
 def _online_fit(comm, name, argv, path, n_learners) -> str:
     """The model's JSON after one pass on ``comm`` (written by its rank 0 to a file of its own)."""
     from mpiboost.cli import train as train_cli
-    from mpiboost.driver import online as online_train
+    from mpiboost.cli import online as online_train
     from mpiboost.online.model import load_any
 
     leader = comm.bcast(_mpi().COMM_WORLD.Get_rank())  # names this communicator's output among the splits

@@ -180,7 +180,7 @@ def test_validation_error_of_a_task_model_is_the_mean_over_tasks(tmp_path):
     from mpiboost.data.format import write_dataset
     from mpiboost.evaluate import evaluate
     from mpiboost.model import Model
-    from mpiboost.driver.batch import train
+    from runs import train
 
     gen = synth.module("multitask")
     fit = gen.generate(300, seed=5, task_seed=5, dataset=1, paper_noise=True)

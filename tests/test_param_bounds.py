@@ -169,7 +169,7 @@ def test_every_accepted_end_trains_or_is_refused_cleanly(data, name, param, valu
                     a = np.asarray(array)
                     assert a.dtype.kind not in "fc" or np.isfinite(a).all(), key
         return
-    from mpiboost.driver.batch import train
+    from runs import train
 
     comm = Comm(_mpi().COMM_SELF)
     task = _task(cls)

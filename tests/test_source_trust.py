@@ -10,7 +10,7 @@ from mpiboost.comm import world
 from mpiboost.data.format import write_dataset
 from mpiboost.data.synth import transfer as synth_transfer
 from mpiboost.evaluate import evaluate
-from mpiboost.driver.batch import train
+from runs import train
 
 
 def _write(path, data):

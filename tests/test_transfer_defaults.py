@@ -13,7 +13,7 @@ from mpiboost.data.format import write_dataset
 from mpiboost.errors import CollectiveError
 from mpiboost.data.synth import transfer as synth_transfer
 from mpiboost.evaluate import evaluate
-from mpiboost.driver.batch import train
+from runs import train
 
 TRANSFER = ("tradaboost", "dtradaboost", "mstra", "msdtra")
 PAPER = {"candidates": "paper", "initial_split": "paper", "eps_floor": 0.0, "source_trust": "algorithm"}

@@ -115,21 +115,11 @@ def stall_timeout(value: Optional[float]) -> float:
     return float(value)
 
 
-MAX_SEED = 2**63 - 1
-
-
 def check_common(args: argparse.Namespace) -> None:
-    """The common options' values (every rank alike: an agreed error, printed once)."""
-    import math
-
-    from ..driver.algorithm import MAX_ROUNDS
-
+    """The command line's own options (every rank alike: an agreed error, printed once); the run's options are
+    checked by :meth:`mpiboost.driver.config.RunConfig.build`."""
     if args.rounds is None:
         raise CollectiveError(f"--rounds T is required for {args.algo}")
-    if not 1 <= args.rounds <= MAX_ROUNDS:
-        raise CollectiveError(f"--rounds must be in 1..{MAX_ROUNDS:,}, got {args.rounds}")
-    if not 0 <= args.seed <= MAX_SEED:
-        raise CollectiveError(f"--seed must be in 0..{MAX_SEED}, got {args.seed}")
     if args.log_every is not None and args.log_every < 0:
         raise CollectiveError(f"--log-every must be 0 (never) or a number of rounds, got {args.log_every}")
     if args.checkpoint_every is not None and args.checkpoint_every < 1:
@@ -139,8 +129,6 @@ def check_common(args: argparse.Namespace) -> None:
         raise CollectiveError("--resume needs --checkpoint FILE")
     if args.checkpoint_every is not None and not args.checkpoint:
         raise CollectiveError("--checkpoint-every needs --checkpoint FILE")
-    if args.valid_fraction is not None and not math.isfinite(args.valid_fraction):
-        raise CollectiveError(f"--valid-fraction must be a number in (0, 0.5], got {args.valid_fraction}")
 
 
 # What the schedulers set for the tasks of a job step: (variable of the task count, variable present inside a
@@ -362,10 +350,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ..comm import world
     from ..model import Model
     from ..outputs import check_outputs, save_model
-    from ..driver.algorithm import make_algorithm
     from ..driver.batch import TrainResult
+    from ..driver.config import RunConfig
     from ..driver.record import checkpoint_record
-    from ..driver.validation import check_validation
 
     if _is_online(args.algo):
         return _train_online(args)
@@ -374,9 +361,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     timeout = stall_timeout(args.stall_timeout)
     data = training_files(args)
     params = algorithm_params(args)
-    make_algorithm(args.algo, params, args.rounds)  # the algorithm's options, before any file is touched
-    check_validation(args.algo, params, valid=args.valid, valid_fraction=args.valid_fraction,
-                     best_round=args.best_round, patience=args.early_stop)
+    # the run's one configuration: every option checked against the others, before any file is touched
+    config = RunConfig.build(args.algo, args.rounds, params, has_valid=bool(args.valid), seed=args.seed,
+                             valid_fraction=args.valid_fraction, valid_metric=args.valid_metric,
+                             best_round=args.best_round, early_stop=args.early_stop, threads=args.threads,
+                             dedicated_coordinator=args.dedicated_coordinator)
     comm = world()
     check_launcher(comm)
     # --metrics -: the records go to standard output, no file to check
@@ -408,12 +397,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from ..api import train_files
 
     signals.install()  # SIGTERM / SIGUSR1: stop after the current round, with the checkpoint (signals.py)
-    run = {"algo": args.algo, "rounds": args.rounds, "seed": args.seed, "valid_fraction": args.valid_fraction,
-           "valid_metric": args.valid_metric, "best_round": args.best_round, "early_stop": args.early_stop,
-           "threads": args.threads, "dedicated_coordinator": args.dedicated_coordinator}
     try:
-        model = train_files({**run, **params}, data, valid=args.valid, comm=comm, callbacks=callbacks + writers,
-                            resume=resume)
+        model = train_files(config, data, valid=args.valid, comm=comm, callbacks=callbacks + writers, resume=resume)
     except signals.Preempted as exc:
         return _preempted_phase(comm, args, exc)
     result = TrainResult(model, model.summary_)
@@ -504,7 +489,7 @@ def _preempted_phase(comm, args: argparse.Namespace, exc) -> int:
 def _train_online(args: argparse.Namespace) -> int:
     from .. import watchdog
     from ..comm import world
-    from ..driver import online as online_train
+    from . import online as online_train
 
     online_train.check_options(args)
     if args.dedicated_coordinator:

@@ -20,13 +20,14 @@ from ..data import labels as lab
 from ..errors import CollectiveError
 from ..model import Model
 from .algorithm import _with, make_algorithm
+from .config import RunConfig
 from .inputs import load_inputs
 from .record import run_record
 from .resume import check_resume
 from .run import run_once
 from .selection import SELECTIONS, Context, Plan, best_round as rounds_choice
 from .summary import summarize
-from .validation import VALID_METRICS, _validation_source, check_validation, resolve_metric
+from .validation import _validation_source, resolve_metric
 
 
 @dataclass
@@ -35,69 +36,34 @@ class TrainResult:
     summary: dict = field(default_factory=dict)
 
 
-def train(
-    comm,
-    data: Sequence[str],
-    *,
-    algorithm: str,
-    rounds: int,
-    params: Optional[dict] = None,
-    seed: int = 0,
-    valid: Optional[Sequence[str]] = None,
-    callbacks: Sequence[Callback] = (),
-    dedicated_coordinator: bool = False,
-    threads: Optional[int] = None,
-    resume: Optional[Model] = None,
-    valid_fraction: Optional[float] = None,
-    best_round: bool = False,
-    early_stop: Optional[int] = None,
-    blocks: Optional[Sequence[int]] = None,
-    valid_metric: str = "error",
-) -> TrainResult:
-    """Collective: train ``algorithm`` for ``rounds`` rounds on the rows of ``data``.
+def train(comm, data: Sequence, config: RunConfig, *, valid: Optional[Sequence] = None,
+          callbacks: Sequence[Callback] = (), resume: Optional[Model] = None,
+          blocks: Optional[Sequence[int]] = None) -> TrainResult:
+    """Collective: train the run ``config`` on the rows of ``data``.
 
     Parameters
     ----------
     comm
-        The job's communicator (:func:`mpiboost.comm.world`), or any
-        :class:`mpiboost.comm.Comm`.
+        The job's communicator (:func:`mpiboost.comm.world`), or any :class:`mpiboost.comm.Comm`.
     data, valid
-        Training and (optional) validation files; validation rows are binned
-        with the training edges and must hold the training classes.
-    algorithm, params, seed
-        Algorithm name (see :data:`mpiboost.boost.ALGORITHMS`), its
-        parameters (checked against its declarations; missing ones take
-        their defaults), and the seed of every random choice.
+        Training and (optional) validation files (paths, or in-memory files of the API); validation rows are
+        binned with the training edges and must hold the training classes.
+    config : RunConfig
+        The run, checked where it was built (:meth:`RunConfig.build`): the algorithm and its parameters, the
+        rounds, the seed of every random choice, and how the model is chosen on validation rows (a held-out
+        fraction, the best round, early stopping, the metric). Parameters given as ``"auto"`` (a declared
+        grid, e.g. SmoothBoost's ``epsilon``) are chosen by a run per grid value, by best-round validation
+        error, and imply the best round. The choices made before the rounds (:mod:`.selection`) and the
+        validation curve are in ``model.info``.
     callbacks
         :class:`mpiboost.callbacks.Callback` objects.
     resume
-        A partial model (checkpoint) of the same run: its rounds are replayed
-        (``apply`` only) and training continues after them, giving the same
-        model as an uninterrupted run. A checkpoint of another algorithm,
-        parameters, seed, training data or validation split is refused
-        (CollectiveError).
-    valid_fraction
-        Hold out this fraction of the training rows as validation rows
-        (:func:`split_valid`: stratified, the same on any number of ranks)
-        instead of ``valid`` files.
-    best_round, early_stop
-        Keep the model truncated to the round of lowest validation error
-        (the earliest of equal ones); with ``early_stop`` K, stop once K
-        rounds in a row did not improve on it. Parameters given as
-        ``"auto"`` (a declared grid, e.g. SmoothBoost's ``epsilon``) are
-        chosen by a run per grid value, by best-round validation error, and
-        imply ``best_round``. The choice and the validation curve are in
-        ``model.info["validation"]``.
+        A partial model (checkpoint) of the same run: its rounds are replayed (``apply`` only) and training
+        continues after them, giving the same model as an uninterrupted run. A checkpoint of another
+        algorithm, parameters, seed, training data or validation split is refused (CollectiveError).
     blocks
-        Rows of the training files per rank (``comm.size`` counts, the same
-        on every rank); ``None``: even blocks. The model does not depend on
-        it.
-    valid_metric
-        What the validation rows measure, for the round choice and the
-        ``auto`` search: ``"error"`` (the default) or ``"auc"`` (binary
-        labels; scored as 1 - AUC, a task model's as the mean over its tasks,
-        so imbalanced tasks are judged by their ranking, not by a majority
-        vote that is right on most rows).
+        Rows of the training files per rank (``comm.size`` counts, the same on every rank); ``None``: even
+        blocks. The model does not depend on it.
 
     Returns
     -------
@@ -106,17 +72,17 @@ def train(
     """
     clock = time.perf_counter
     t_start = clock()
-    check_validation(algorithm, params, valid=valid, valid_fraction=valid_fraction, best_round=best_round,
-                     patience=early_stop)
-    if valid_metric not in VALID_METRICS:
-        raise CollectiveError(f"--valid-metric must be one of {', '.join(VALID_METRICS)}, got {valid_metric!r}")
-    algo = make_algorithm(algorithm, params, rounds, resume)  # with "auto" values: checks the rest before any work
+    if bool(valid) != config.has_valid:
+        raise CollectiveError("the run's configuration was built " + ("without" if valid else "with")
+                              + " validation files, but they are " + ("given" if valid else "not given"))
+    algorithm, rounds, params, seed = config.algorithm, config.rounds, dict(config.params), config.seed
+    algo = make_algorithm(algorithm, params, rounds, resume)  # its defaults, from the rounds or the checkpoint
     run = run_record(comm, data, seed)
-    if valid_fraction:
-        run["valid_fraction"] = float(valid_fraction)  # another split trains on other rows: resume refused
-    if valid_metric != "error":
-        run["valid_metric"] = valid_metric  # another metric chooses other rounds: resume refused
-    ctx = Context(comm, algo, dict(params or {}), rounds, seed, sorted_callbacks(callbacks), resume, early_stop)
+    if config.valid_fraction:
+        run["valid_fraction"] = float(config.valid_fraction)  # another split trains on other rows: resume refused
+    if config.valid_metric != "error":
+        run["valid_metric"] = config.valid_metric  # another metric chooses other rounds: resume refused
+    ctx = Context(comm, algo, params, rounds, seed, sorted_callbacks(callbacks), resume, config.early_stop)
     # the choices a checkpoint made, checked against this run before any work: it trains them on
     records = {sel.key: sel.recorded(ctx) for sel in SELECTIONS}
     if resume is not None:
@@ -125,11 +91,11 @@ def train(
             if records[sel.key] is not None:
                 trained = sel.trains(records[sel.key], trained)
         check_resume(resume, trained, run)
-    n_threads = threads or comm.default_threads()
+    n_threads = config.threads or comm.default_threads()
     _openmp.set_num_threads(n_threads)
-    inputs = load_inputs(comm, algo, data, valid, seed=seed, dedicated_coordinator=dedicated_coordinator,
-                         valid_fraction=valid_fraction, blocks=blocks)
-    valid_metric = resolve_metric(valid_metric, inputs.shard, algo)
+    inputs = load_inputs(comm, algo, data, valid, seed=seed, dedicated_coordinator=config.dedicated_coordinator,
+                         valid_fraction=config.valid_fraction, blocks=blocks)
+    valid_metric = resolve_metric(config.valid_metric, inputs.shard, algo)
     if valid_metric == "auc" and inputs.shard.n_classes != 2:
         raise CollectiveError(f"--valid-metric auc ranks two classes; the training data have {inputs.shard.n_classes}")
     inputs.valid_metric = valid_metric
@@ -137,7 +103,7 @@ def train(
     params = _with(params, {p.name: algo.params[p.name] for p in type(algo).parameters
                             if p.type is list and algo.params.get(p.name)})
     plan = Plan(algorithm, params, inputs)
-    ctx = Context(comm, algo, params, rounds, seed, sorted_callbacks(callbacks), resume, early_stop)
+    ctx = Context(comm, algo, params, rounds, seed, sorted_callbacks(callbacks), resume, config.early_stop)
     searched = bool(plan.auto)
     info: dict = {}
     t_select = clock()  # the selections' own seconds
@@ -149,7 +115,7 @@ def train(
         info[sel.key] = rec
         plan = sel.apply(rec, plan, ctx)
     t_select = clock() - t_select
-    chooser = rounds_choice.chooser(best_round, early_stop, searched)
+    chooser = rounds_choice.chooser(config.best_round, config.early_stop, searched)
     out = run_once(comm, plan.algorithm, plan.params, rounds, plan.inputs, seed, callbacks=callbacks, run=run,
                    resume=resume, chooser=chooser, info=info)
     t_end = clock()
@@ -168,7 +134,7 @@ def train(
     }
     if inputs.valid is not None:
         model.info["validation"] = {
-            **_validation_source(valid, valid_fraction, inputs),
+            **_validation_source(valid, config.valid_fraction, inputs),
             **(chooser.summary() if chooser is not None else {"last_error": out.last.get("valid_error")}),
             "rounds_chosen": bool(chooser is not None),
             "metric": valid_metric,  # "auc": the errors above are 1 - AUC

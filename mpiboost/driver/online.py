@@ -4,50 +4,29 @@ The center scans the files first (in-memory rows: every rank its copy) (every ro
 nominal features found; a bad value ends the job with exit code 2 before
 any learning), then every rank streams the examples in their global order
 (or the ``--shuffle`` permutation) in chunks, and the driver
-(:mod:`.driver`) predicts and learns them block by block. The center
-writes the model, the ``--metrics`` records (the prequential accuracy as
-the stream goes, then the summary) and prints the summary as one JSON line.
+(:mod:`.driver`) predicts and learns them block by block. The command
+line (:mod:`mpiboost.cli.online`) writes the model, the ``--metrics`` records
+(the prequential accuracy as the stream goes, then the summary) and prints
+the summary as one JSON line.
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import time
 from typing import Optional
 
 import numpy as np
 
-from .. import log
 from ..data.format import FileInfo, inspect
 from ..errors import CollectiveError, InputError
 from ..online import ONLINE, driver, learners, source
 from ..online.model import OnlineModel
-from ..online.options import STREAM_PARAMS
 from ..online.options import resolve as resolve_stream
 
 REPORTS = 100  # --metrics records over the stream (and the progress bar's refreshes)
 PRIMITIVES = ("block_labels", "signal_check")  # what the stream exchanges (bytes summed over the ranks)
 SIGNAL_EXAMPLES = 256  # how often (examples) the ranks agree whether a SIGTERM / SIGUSR1 came
-
-
-def check_options(args) -> None:
-    """The online run's options (every rank alike: an agreed error, printed once); sets ``args.stream``."""
-    refused = [(args.valid, "--valid"), (args.valid_fraction is not None, "--valid-fraction"),
-               (args.best_round, "--best-round"), (args.early_stop is not None, "--early-stop"),
-               (args.checkpoint, "--checkpoint"), (args.resume, "--resume"), (args.target, "--target"),
-               (args.source, "--source"), (args.rounds is not None, "--rounds")]
-    for given, option in refused:
-        if given:
-            raise CollectiveError(
-                f"{option} is not an option of {args.algo}: an online booster makes one prequential pass over "
-                "the stream (every example predicted, then learnt) and reports the accuracy of those predictions "
-                "(acc_test on the last --test-fraction of the stream)")
-    if not args.data:
-        raise CollectiveError(f"{args.algo} needs --data F.h5 [...] (the stream, in the files' order)")
-    if not 0 <= args.seed < 2**63:
-        raise CollectiveError(f"--seed must be in 0..2**63-1, got {args.seed}")
-    args.stream = stream_options({p.name: getattr(args, p.name, None) for p in STREAM_PARAMS})
 
 
 def stream_options(given: dict) -> dict:
@@ -197,7 +176,7 @@ def stream(comm, algo: str, params: dict, data, opts: dict, seed: int = 0, *, pr
         out = _PredictionWriter(stack, predictions, info, order) if state.predictions is not None else None
         stopped = _stream(comm, opts, info, state, order, allgather, out, bar, records, every)
         if stopped is not None:  # no predictions file: the temporary one is removed
-            raise _Stopped(stopped, state.counts.n, info.n)
+            raise Stopped(stopped, state.counts.n, info.n)
     if bar is not None:
         bar.close()
     t_stream = time.perf_counter()
@@ -241,56 +220,12 @@ def stream(comm, algo: str, params: dict, data, opts: dict, seed: int = 0, *, pr
     return model, summary, records
 
 
-class _Stopped(Exception):
+class Stopped(Exception):
     """The pass stopped by a signal after ``done`` of ``n`` examples."""
 
     def __init__(self, name: str, done: int, n: int) -> None:
         super().__init__(name)
         self.name, self.done, self.n = name, done, n
-
-
-def run(comm, args, params: dict) -> int:
-    """Collective: the whole online run of the command line (after :func:`check_options`); the exit code."""
-    from ..atomic import atomic_path
-    from ..outputs import check_outputs, save_model
-
-    with comm.collective_guard():
-        if comm.is_center:
-            check_outputs([("--model", args.model), ("--metrics", None if args.metrics == "-" else args.metrics),
-                           ("--predictions", args.predictions)], [("--data", f) for f in args.data])
-    try:
-        model, summary, records = stream(comm, args.algo, params, args.data, args.stream, args.seed,
-                                         predictions=args.predictions, progress=False if args.quiet else None,
-                                         model_path=args.model)
-    except _Stopped as stop:
-        from ..signals import PREEMPTED_EXIT
-
-        if comm.is_center:
-            log.info(f"stopped by {stop.name} after {stop.done:,} of {stop.n:,} examples: an online pass keeps no "
-                     f"checkpoint, so no model was saved to {args.model} (nor predictions or metrics); run the "
-                     f"command again for the whole pass (exit {PREEMPTED_EXIT})")
-        comm.barrier()
-        return PREEMPTED_EXIT
-    if comm.is_center:
-        message = save_model(model, args.model) or ""
-        if args.metrics == "-":  # standard output: the records, then the summary line below
-            for r in records + [{"summary": summary}]:
-                print(json.dumps(r, sort_keys=True), flush=True)
-        elif args.metrics:
-            try:
-                with atomic_path(args.metrics) as tmp:
-                    with open(tmp, "w", encoding="utf-8") as f:
-                        for r in records:
-                            f.write(json.dumps(r, sort_keys=True) + "\n")
-                        f.write(json.dumps({"summary": summary}, sort_keys=True) + "\n")
-            except OSError as exc:
-                message += ("; " if message else "") + f"could not write --metrics {args.metrics} ({exc})"
-        if not message:
-            print(json.dumps(summary, sort_keys=True), flush=True)
-    else:
-        message = ""
-    comm.check(not message, message)
-    return 0
 
 
 class Stream:
