@@ -33,7 +33,7 @@ for _cls in ALGORITHMS.values():  # one declaration for every algorithm: --prese
         _cls.parameters = (*_cls.parameters, PRESET)
 check_declarations(list(ALGORITHMS.values()))
 
-__all__ = ["ALGORITHMS", "Algorithm", "Hypothesis", "Param", "get", "with_task"]
+__all__ = ["ALGORITHMS", "Algorithm", "Hypothesis", "Param", "carried", "get", "with_task"]
 
 
 def get(name: str) -> type:
@@ -55,6 +55,23 @@ def own_weak_learner(algorithm: str, params: dict):
         return params["weak_learner"]
     p = cls.declared("weak_learner")
     return p.paper_value if params.get("preset") == "paper" else p.default
+
+
+def carried(algorithm: str, params: dict, baseline: str, drop=()) -> dict:
+    """The parameters of a run of ``algorithm`` that a ``baseline`` algorithm trained in its place takes.
+
+    Every parameter the baseline declares is carried (but those in ``drop`` and unset ones), and the weak
+    learner is the run's own (:func:`own_weak_learner`), so the two compare like with like. A parameter the
+    baseline takes only beside another's value (``--beta`` with ``--search sample``) is dropped where the
+    baseline's resolved parameters leave it no effect.
+    """
+    base = get(baseline)
+    out = {k: v for k, v in params.items() if k not in drop and v is not None and base.has(k)}
+    if base.has("weak_learner") and get(algorithm).has("weak_learner"):
+        out["weak_learner"] = own_weak_learner(algorithm, params)
+    free = base.resolve({k: v for k, v in out.items() if base.declared(k).when is None})
+    return {k: v for k, v in out.items()
+            if base.declared(k).when is None or free[base.declared(k).when[0]] == base.declared(k).when[1]}
 
 
 def with_task(task: str) -> list:

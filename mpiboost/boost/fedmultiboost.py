@@ -36,7 +36,7 @@ import numpy as np
 from ..weak.stump import Stump
 from .base import Hypothesis, Param
 from .multiboost import ACTIVE_TOL, Q_DATA, Q_L2, MultiBoost
-from .params import TREE, WEAK_LEARNER_TREE_EXACT, trees_by_default
+from .params import BASELINE_GUARD, TREE, WEAK_LEARNER_TREE_EXACT, trees_by_default
 
 
 class FedMultiBoost(MultiBoost):
@@ -54,6 +54,7 @@ class FedMultiBoost(MultiBoost):
         ACTIVE_TOL,
         Q_L2,
         Q_DATA,
+        BASELINE_GUARD,
     )
 
     def __init__(self, params=None) -> None:

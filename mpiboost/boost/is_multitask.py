@@ -70,7 +70,7 @@ from ..weak.tree import Tree, as_stump, stump_tree
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
 from .losses import grows_trees
-from .params import GRAD_BINS_BINARY, SAMPLING
+from .params import BASELINE_GUARD, GRAD_BINS_BINARY, SAMPLING
 
 _TASK_DRAW = 0x15A7  # RNG stream of the outer rounds' task draws
 _TASK_CYCLE = 0x15A8  # RNG stream of the cycles' task orders
@@ -105,6 +105,12 @@ class ISMultitask(Algorithm):
     weight_rule = ("each row's loss counts its weight times in its task's risk (the steps' costs, the pooled "
                    "start's and the tasks-alone AdaBoost's first distribution, the logistic start's gradients)")
     weak_learners = ("stump", "tree")
+    baselines = {
+        "pooled": ("adaboost", {"weak_learner": "tree", "loss": "logistic"},
+                   "gradient-boosted logistic trees on every task's rows pooled (LightGBM's defaults)"),
+        "per-task": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None},
+                     "AdaBoost on each task's rows alone (lambda 0 from a zero start)"),
+    }
     parameters = (
         *SAMPLING,
         Param("lam", float, None, "lambda: the weight of each other task's ensemble in a task's risk (0: AdaBoost "
@@ -143,6 +149,7 @@ class ISMultitask(Algorithm):
               "outer round, the paper's)", choices=("cycle", "random")),
         Param("teacher", str, "all", "the regulariser: every other task's ensemble (all, the paper's Case 1) or "
               "their lambda-weighted mean as one teacher (average, Eq. 26)", choices=("all", "average")),
+        BASELINE_GUARD,
     )
 
     @classmethod

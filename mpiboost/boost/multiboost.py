@@ -108,7 +108,7 @@ from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param
 from .linesearch import exponential_family, minimize_max
 from .losses import grows_trees, loss_of
-from .params import TREE, WEAK_LEARNER_TREE_EXACT, trees_by_default
+from .params import BASELINE_GUARD, TREE, WEAK_LEARNER_TREE_EXACT, trees_by_default
 
 STEP_RULES = ("line-search", "lemma1", "closed-form", "sqrt")
 ORDERS = (8, 10, 12, 16, 20, 24)  # Chebyshev orders of the line search's row pass
@@ -291,6 +291,7 @@ class MultiBoost(Algorithm):
     exact_losses = True  # each round starts from the exact F_l (and the largest weight)
     weak_learners = ("stump", "tree")
     losses = LOSSES
+    baselines = {"pooled": ("adaboost", {}, "AdaBoost on every domain's rows pooled, the same weak learner and loss")}
     parameters = (
         *trees_by_default((WEAK_LEARNER_TREE_EXACT,)),  # trees validate better; the paper: stumps
         *TREE,
@@ -318,6 +319,7 @@ class MultiBoost(Algorithm):
         Q_TEMPERATURE,
         Q_CALIBRATE,
         Q_DATA,
+        BASELINE_GUARD,
     )
 
     @classmethod

@@ -170,3 +170,13 @@ EXACT_TREES = (WEAK_LEARNER_TREE_EXACT, *TREE)  # stump or tree, exact search on
 SAMPLING_CLASS = (WEAK_LEARNER, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR, *TREE_NEWTON)  # class trees: Gini
 SAMPLING_STUMP = (WEAK_LEARNER_STUMP_SEARCH, SEARCH, BETA_SAMPLE, N_SAMPLES, SAMPLE_FACTOR)
 ROW_WEIGHTS = (TRAIN_DOMAIN, ENTITY_BALANCED)
+
+
+BASELINE_GUARD_CHOICES = ("holdout", "off")
+BASELINE_GUARD = Param(
+    "baseline_guard", str, "holdout",
+    "holdout (the default): with validation rows (--valid or --valid-fraction), the algorithm's simplest "
+    "baselines are trained on the same training rows and scored on the same validation rows; a baseline is the "
+    "model when it beats the algorithm by more than one standard error of the paired differences (errors, or "
+    "AUC with --valid-metric auc), and the choice is recorded in the model; no validation rows: no guard; "
+    "off: the algorithm as asked (the paper)", choices=BASELINE_GUARD_CHOICES, origin="beyond", paper="off")

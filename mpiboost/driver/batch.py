@@ -103,8 +103,10 @@ def train(comm, data: Sequence, config: RunConfig, *, valid: Optional[Sequence] 
     params = _with(params, {p.name: algo.params[p.name] for p in type(algo).parameters
                             if p.type is list and algo.params.get(p.name)})
     plan = Plan(algorithm, params, inputs)
-    ctx = Context(comm, algo, params, rounds, seed, sorted_callbacks(callbacks), resume, config.early_stop)
     searched = bool(plan.auto)
+    chooser = rounds_choice.chooser(config.best_round, config.early_stop, searched)
+    ctx = Context(comm, algo, params, rounds, seed, sorted_callbacks(callbacks), resume, config.early_stop,
+                  rounds_chosen=chooser is not None)
     info: dict = {}
     t_select = clock()  # the selections' own seconds
     for sel in SELECTIONS:
@@ -115,7 +117,6 @@ def train(comm, data: Sequence, config: RunConfig, *, valid: Optional[Sequence] 
         info[sel.key] = rec
         plan = sel.apply(rec, plan, ctx)
     t_select = clock() - t_select
-    chooser = rounds_choice.chooser(config.best_round, config.early_stop, searched)
     out = run_once(comm, plan.algorithm, plan.params, rounds, plan.inputs, seed, callbacks=callbacks, run=run,
                    resume=resume, chooser=chooser, info=info)
     t_end = clock()

@@ -59,6 +59,7 @@ class Context:
     callbacks: Sequence[Callback] = ()
     resume: Optional[Model] = None
     patience: Optional[int] = None  # --early-stop: a search's candidates stop as the final run would
+    rounds_chosen: bool = False  # the model kept is cut at its best validation round (its candidates too)
 
 
 class Selection(Protocol):

@@ -70,13 +70,7 @@ _SEED_SALT = 0x0015E  # the check's held-out rows are not the rows a --valid-fra
 
 def baseline_run(params: dict) -> tuple[str, dict]:
     """AdaBoost's name and parameters for a SmoothBoost run's ``params``: the same weak learner and options."""
-    base = boost.get(BASELINE)
-    out = {k: v for k, v in params.items() if k not in _OWN and v is not None and base.has(k)}
-    out["weak_learner"] = boost.own_weak_learner("smoothboost", params)  # SmoothBoost's, not AdaBoost's default
-    # an option AdaBoost takes only with another's value (--beta with --search sample) goes where that is not so
-    free = base.resolve({k: v for k, v in out.items() if base.declared(k).when is None})
-    return BASELINE, {k: v for k, v in out.items()
-                      if base.declared(k).when is None or free[base.declared(k).when[0]] == base.declared(k).when[1]}
+    return BASELINE, boost.carried("smoothboost", params, BASELINE, drop=_OWN)
 
 
 def strategy_run(chosen: str, algorithm: str, params: dict) -> tuple[str, dict]:

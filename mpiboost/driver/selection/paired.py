@@ -63,6 +63,67 @@ def gain_and_se(total: int, squares: int, n: int) -> tuple[float, float]:
     return gain, math.sqrt(var / n)
 
 
+def scores(model, shard) -> np.ndarray:
+    """``model``'s scores of this rank's rows of ``shard`` (its raw rows for a domain classifier, its tasks for a
+    task model)."""
+    if not shard.n_local:
+        return np.zeros(0)
+    return np.asarray(model.decision_binned(shard.cols, shard.X if model.needs_raw else None,
+                                            shard.domain if model.takes_task else None), dtype=np.float64)
+
+
+def _placements(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DeLong's structural components: for each positive, the share of negatives it outscores (ties count
+    half); for each negative, the share of positives that outscore it. Their means are the AUC."""
+    from scipy.stats import rankdata
+
+    m, n = pos.size, neg.size
+    both = rankdata(np.concatenate([pos, neg]))
+    v10 = (both[:m] - rankdata(pos)) / n
+    v01 = 1.0 - (both[m:] - rankdata(neg)) / m
+    return v10, v01
+
+
+def auc_difference(y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, other: np.ndarray
+                   ) -> tuple[float, float]:
+    """The AUC of ``other`` scores minus that of ``base`` on the same rows, and its standard error (DeLong,
+    DeLong & Clarke-Pearson 1988: the two AUCs' covariance from their structural components).
+
+    With ``task``, the AUC is the mean over the tasks of each task's AUC (a task of one class counts 0.5 for
+    both, no difference), and the tasks' differences are independent: the variance is their sum over K^2.
+    """
+    y = np.asarray(y) > 0
+    groups = [np.ones(y.size, dtype=bool)] if task is None else [task == k for k in np.unique(task)]
+    total, var = 0.0, 0.0
+    for g in groups:
+        pos, neg = g & y, g & ~y
+        m, n = int(pos.sum()), int(neg.sum())
+        if m == 0 or n == 0:
+            continue
+        a10, a01 = _placements(base[pos], base[neg])
+        b10, b01 = _placements(other[pos], other[neg])
+        total += float(b10.mean() - a10.mean())
+        d10, d01 = b10 - a10, b01 - a01  # the variance of a difference: that of the paired components
+        var += (float(np.var(d10, ddof=1)) if m > 1 else 0.0) / m + (float(np.var(d01, ddof=1)) if n > 1 else 0.0) / n
+    k = max(len(groups), 1)
+    return total / k, math.sqrt(var) / k
+
+
+def paired_auc(comm, y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, other: np.ndarray
+               ) -> tuple[float, float]:
+    """Collective: :func:`auc_difference` of every rank's rows (the center gathers them in the global row
+    order, computes, and sends the two numbers): the same on any number of ranks."""
+    parts = [comm.gatherv(np.ascontiguousarray(a)) for a in
+             (np.asarray(y, dtype=np.int64), np.zeros(0, dtype=np.int64) if task is None else
+              np.asarray(task, dtype=np.int64), np.asarray(base, dtype=np.float64),
+              np.asarray(other, dtype=np.float64))]
+    out = None
+    if comm.is_center:
+        yy, tt, a, b = parts
+        out = auc_difference(yy, None if task is None else tt, a, b)
+    return tuple(comm.bcast(out))
+
+
 def switches(gain: float, se: float) -> bool:
     """Whether a mean paired ``gain`` over the incumbent, of standard error ``se``, replaces it."""
     return gain > 0 and gain > SWITCH_SE * se
@@ -73,4 +134,5 @@ def count(comm, values: np.ndarray) -> int:
     return int(comm.allreduce_int(np.array([int(np.sum(values))], dtype=np.int64))[0])
 
 
-__all__ = ["SWITCH_SE", "count", "gain_and_se", "paired_gain", "row_outcomes", "switches"]
+__all__ = ["SWITCH_SE", "auc_difference", "count", "gain_and_se", "paired_auc", "paired_gain", "row_outcomes",
+           "scores", "switches"]

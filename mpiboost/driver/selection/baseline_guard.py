@@ -1,0 +1,180 @@
+"""The baseline guard: a special algorithm is kept only where it validates at least as well as the simplest
+models a user would train instead.
+
+MultiBoost's Q-ensemble, FedMultiBoost and Itakura-Saito multi-task boosting are built for data of several
+domains or tasks, where pooling every row or training each task alone can be as good or better: the sets
+of issue 42 (a 4-domain image set where MultiBoost ties pooled AdaBoost, a 29-task set where a model per
+task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boost.base.Algorithm.baselines`);
+``--baseline-guard holdout`` (the default) settles it on the run's validation rows:
+
+* the algorithm as configured and each baseline (the run's weak learner, tree shape and rounds carried over)
+  are trained on the same training rows and scored on the same validation rows; with ``--best-round`` or
+  ``--early-stop`` each is cut at its own best round, as the model kept would be;
+* the measure is the run's: 0/1 errors (the paired per-row differences, :func:`.paired.paired_gain`) or,
+  with ``--valid-metric auc``, the AUC (mean over the tasks of a task model), whose paired difference and
+  standard error are DeLong's (:func:`.paired.paired_auc`);
+* the algorithm stays unless a baseline beats it by more than ``SWITCH_SE`` standard errors (the one-
+  standard-error rule of every selection here); of several such, the larger gain wins;
+* the one chosen is the model, trained on the training rows as the run asked; the record, with each
+  candidate's counts, is ``model.info["baseline_guard"]``, and a checkpoint keeps it.
+
+Without validation rows there is no guard (held-out rows would be taken from the training rows the user
+gave, which the run asked to train on). ``--baseline-guard off`` trains the algorithm as asked (the paper).
+The cost: one training per baseline, on the training rows, before the run (the summary's selection seconds).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ... import boost, watchdog
+from ...boost.params import BASELINE_GUARD_CHOICES
+from ...callbacks import BestRound
+from ...errors import CollectiveError
+from ..inputs import Inputs
+from ..record import selection_record
+from .base import Context, Plan, candidate
+from .paired import SWITCH_SE, count, paired_auc, paired_gain, scores, switches
+
+CHOICES = BASELINE_GUARD_CHOICES
+
+
+def baseline_run(algorithm: str, params: dict, name: str) -> tuple[str, dict]:
+    """The algorithm and parameters of ``algorithm``'s baseline ``name`` (its declaration, the run's parameters
+    that the baseline takes carried over)."""
+    base, fixed, _ = boost.get(algorithm).baselines[name]
+    own = {"baseline_guard"} | {k for k in fixed}
+    out = boost.carried(algorithm, params, base, drop=own if base != algorithm else {"baseline_guard"})
+    out.update({k: v for k, v in fixed.items() if v is not None})
+    for k, v in fixed.items():
+        if v is None:
+            out.pop(k, None)
+    if boost.get(base).has("baseline_guard"):
+        out["baseline_guard"] = "off"  # a baseline is not guarded in turn
+    return base, out
+
+
+def strategy_run(chosen: str, algorithm: str, params: dict) -> tuple[str, dict]:
+    """The algorithm and parameters that train the choice ``chosen`` (``"algorithm"`` or a baseline's name)."""
+    return (algorithm, dict(params)) if chosen == "algorithm" else baseline_run(algorithm, params, chosen)
+
+
+def choose(comm, algorithm: str, params: dict, rounds: int, inputs: Inputs, seed: int, *,
+           rounds_chosen: bool, patience: Optional[int], callbacks=()) -> dict:
+    """Collective: the algorithm or one of its baselines, by their scores on the validation rows.
+
+    Returns
+    -------
+    dict
+        ``chosen``, ``rule``, ``metric`` (``"error"`` or ``"auc"``), ``held_out`` (rows) and, per candidate,
+        ``errors`` (and against the algorithm ``differ``, ``gain``, ``se``), or ``auc_gain`` and ``se``.
+    """
+    held = inputs.valid
+    names = ["algorithm", *boost.get(algorithm).baselines]
+    metric = "auc" if inputs.valid_metric == "auc" else "error"
+    if metric == "error" and inputs.shard.n_classes != 2:
+        raise CollectiveError("the baseline guard compares binary models")
+    n = count(comm, held.n_local)
+    outcome = {}
+    for i, key in enumerate(names):
+        name, p = strategy_run(key, algorithm, params)
+        chooser = BestRound(patience) if rounds_chosen else None
+        algo = candidate(comm, name, p, rounds, inputs, seed, chooser, phase="baseline guard", step=i + 1,
+                         steps=len(names), callbacks=callbacks, label=key)
+        model = algo.finish()
+        if chooser is not None and 0 < chooser.best_round < model.n_rounds:
+            model = model.truncated(chooser.best_round)
+        s = scores(model, held)
+        outcome[key] = s
+        watchdog.tick()
+    y = np.asarray(held.y)
+    task = np.asarray(held.domain) if boost.get(algorithm).vote == "task" else None
+    tried: dict = {}
+    if metric == "error":
+        wrong = {k: (np.where(s >= 0, 1, -1) != y).astype(np.int64) for k, s in outcome.items()}
+        tried["algorithm"] = {"errors": count(comm, wrong["algorithm"])}
+        for k in names[1:]:
+            tried[k] = paired_gain(comm, wrong["algorithm"], wrong[k], n)
+    else:
+        tried["algorithm"] = {}
+        for k in names[1:]:
+            gain, se = paired_auc(comm, y, task, outcome["algorithm"], outcome[k])
+            tried[k] = {"auc_gain": gain, "gain": gain, "se": se}
+    chosen = "algorithm"
+    for k in names[1:]:
+        t = tried[k]
+        if switches(t["gain"], t["se"]) and (chosen == "algorithm" or t["gain"] > tried[chosen]["gain"]):
+            chosen = k
+    what = "held-out errors" if metric == "error" else "AUC" + (" (the mean over the tasks)" if task is not None else "")
+    return {"chosen": chosen, "metric": metric, "held_out": n, "tried": tried,
+            "rule": f"{algorithm} unless a baseline ({', '.join(names[1:])}) is better in {what} on the validation "
+                    f"rows by more than {SWITCH_SE:g} standard error of the paired differences (the larger gain "
+                    "wins)"}
+
+
+def _valid(rec: dict) -> bool:
+    return isinstance(rec.get("chosen"), str) and isinstance(rec.get("rule"), str)
+
+
+class BaselineGuard:
+    """The selection: the algorithm, or a baseline of it that validates better (the module docstring)."""
+
+    key = "baseline_guard"
+
+    def wanted(self, plan: Plan, ctx: Context) -> bool:
+        cls = boost.get(plan.algorithm)
+        return bool(cls.baselines) and cls.has("baseline_guard") and type(ctx.algo).has("baseline_guard")
+
+    def recorded(self, ctx: Context) -> Optional[dict]:
+        rec = selection_record(ctx.resume, self.key, _valid)
+        if rec is None:
+            return None
+        cls = type(ctx.algo)
+        if rec["chosen"] != "algorithm" and rec["chosen"] not in cls.baselines:
+            raise CollectiveError(f"--resume: the checkpoint's baseline_guard record names {rec['chosen']!r}, not a "
+                                  f"baseline of {cls.name}")
+        if rec["chosen"] != "algorithm" and ctx.algo.params.get("baseline_guard") == "off":
+            raise CollectiveError(f"--resume: the checkpoint's baseline guard chose {rec['chosen']}; "
+                                  "--baseline-guard off asks for the algorithm (train anew, or resume without it)")
+        return rec
+
+    def trains(self, rec: dict, algorithm: str) -> str:
+        if rec["chosen"] == "algorithm" or rec["chosen"] not in boost.get(algorithm).baselines:
+            return algorithm
+        return boost.get(algorithm).baselines[rec["chosen"]][0]
+
+    def prepare(self, plan: Plan, ctx: Context) -> None:
+        pass
+
+    def skipped(self, plan: Plan, ctx: Context) -> Optional[dict]:
+        if ctx.algo.params.get("baseline_guard", "holdout") == "off":
+            why = "--baseline-guard off: the algorithm as asked"
+        elif plan.inputs.valid is None:
+            why = "no validation rows (--valid or --valid-fraction): no guard"
+        elif ctx.resume is not None:
+            why = "resumed from a checkpoint that made no guard"
+        else:
+            return None
+        return {"chosen": "algorithm", "rule": why}
+
+    def choose(self, plan: Plan, ctx: Context) -> dict:
+        return choose(ctx.comm, plan.algorithm, plan.params, ctx.rounds, plan.inputs, ctx.seed,
+                      rounds_chosen=ctx.rounds_chosen, patience=ctx.patience, callbacks=ctx.callbacks)
+
+    def apply(self, rec: dict, plan: Plan, ctx: Context) -> Plan:
+        algorithm, params = strategy_run(rec["chosen"], plan.algorithm, plan.params)
+        return plan.but(algorithm=algorithm, params=params)
+
+    def describe(self, rec: dict) -> Optional[str]:
+        if not rec.get("tried"):
+            return None
+        t = rec["tried"]
+        if rec["metric"] == "error":
+            parts = ", ".join(f"{k} {v['errors']:,}" for k, v in t.items())
+            return f"baseline guard: the model is {rec['chosen']} (errors on {rec['held_out']:,} validation rows: {parts})"
+        parts = ", ".join(f"{k} {v['auc_gain']:+.4f} ± {v['se']:.4f}" for k, v in t.items() if k != "algorithm")
+        return f"baseline guard: the model is {rec['chosen']} (AUC against the algorithm's: {parts})"
+
+
+__all__ = ["BaselineGuard", "CHOICES", "baseline_run", "choose", "strategy_run"]

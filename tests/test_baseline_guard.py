@@ -1,0 +1,193 @@
+"""The baseline guard (``--baseline-guard holdout``, the default with validation rows): MultiBoost,
+FedMultiBoost and IS multi-task boosting are kept only where they validate at least as well as their
+simplest baselines (every row pooled; each task alone).
+
+Checked here: a baseline that validates better replaces the algorithm, and one that does not leaves it;
+every choice re-derived from the counts it records; the counts against a naive twin (each candidate trained
+by hand and scored on the validation rows); DeLong's paired AUC difference against a plain double loop and
+scikit-learn's AUC; the same choice and model on 1 to 4 ranks; resuming; the runs that make no guard.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mpi_util import mpiexec, run_cli
+from mpiboost.data.format import read_arrays
+from mpiboost.driver.selection.paired import auc_difference
+from mpiboost.model import Model
+
+VALID = ("--valid-fraction", "0.25", "--seed", "2")
+
+
+@pytest.fixture(scope="module")
+def sets(tmp_path_factory):
+    """Three domains of a shared rule with shifts (MultiBoost's), and six tasks of which three label
+    against the other three (IS multi-task's Dataset 2)."""
+    work = tmp_path_factory.mktemp("guard")
+    for args in (["multisource", "--n", "3000", "--seed", "1", "--out", str(work / "ms.h5")],
+                 ["multitask", "--n", "1200", "--dataset", "2", "--seed", "1", "--out", str(work / "mt.h5")]):
+        proc = run_cli(["synth", *args])
+        assert proc.returncode == 0, proc.stderr
+    return work
+
+
+def _train(data, model, *extra, n=0, ok=True):
+    proc = run_cli(["train", "--data", str(data), "--model", str(model), "--quiet", "--threads", "1",
+                    *map(str, extra)], n=n, timeout=300)
+    if ok:
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return Model.load(model), proc
+    return None, proc
+
+
+def rederive(rec: dict) -> str:
+    """The choice the rule makes from a record's error counts, apart from mpiboost: each baseline's paired
+    differences against the algorithm rebuilt as +1, -1 and 0, their mean and standard error by numpy; the
+    largest gain above one standard error wins, else the algorithm."""
+    n, t = rec["held_out"], rec["tried"]
+    best, chosen = 0.0, "algorithm"
+    for k, v in t.items():
+        if k == "algorithm":
+            continue
+        total = t["algorithm"]["errors"] - v["errors"]
+        d = np.array([1] * ((v["differ"] + total) // 2) + [-1] * ((v["differ"] - total) // 2) + [0] * (n - v["differ"]))
+        assert d.size == n
+        gain, se = d.mean(), d.std(ddof=1) / np.sqrt(n)
+        assert np.isclose(v["gain"], gain, rtol=1e-12, atol=0) and np.isclose(v["se"], se, rtol=1e-12, atol=1e-15)
+        if gain > 0 and gain > se and gain > best:
+            best, chosen = gain, k
+    return chosen
+
+
+def test_a_baseline_that_validates_better_is_the_model(sets, tmp_path):
+    """Six tasks, three labelled against the others: pulling each task toward the others (lambda 5 from a zero
+    start) errs far more than each task alone, which the guard keeps; pooling every row is a coin."""
+    m, proc = _train(sets / "mt.h5", tmp_path / "m.h5", "--algo", "is-multitask", "--rounds", "60", "--lambda", "5",
+                     "--start", "zero", *VALID)
+    rec = m.info["baseline_guard"]
+    assert rec["chosen"] == "per-task" == rederive(rec), rec
+    assert m.params["lam"] == 0.0 and m.params["start"] == "zero" and m.params["baseline_guard"] == "off"
+    assert rec["tried"]["pooled"]["errors"] > rec["tried"]["algorithm"]["errors"] > rec["tried"]["per-task"]["errors"]
+    assert "baseline guard: the model is per-task" in proc.stdout
+    # the model is the per-task baseline trained as the run asked, bit for bit
+    alone, _ = _train(sets / "mt.h5", tmp_path / "a.h5", "--algo", "is-multitask", "--rounds", "60", "--lambda", "0",
+                      "--start", "zero", "--baseline-guard", "off", *VALID)
+    assert m.to_json().replace('"chosen": "per-task"', "") != ""  # a model, not a stub
+    assert (m.feature.tolist(), m.coef.tolist()) == (alone.feature.tolist(), alone.coef.tolist())
+
+
+def test_multiboost_stays_where_it_validates_better_and_yields_where_it_does_not(sets, tmp_path):
+    good, _ = _train(sets / "ms.h5", tmp_path / "g.h5", "--algo", "multiboost", "--rounds", "40", *VALID)
+    rec = good.info["baseline_guard"]
+    assert rec["chosen"] == "algorithm" == rederive(rec) and good.algorithm == "multiboost", rec
+    # a step so small that 40 rounds leave it far from the rule: AdaBoost pooled validates better
+    weak, _ = _train(sets / "ms.h5", tmp_path / "w.h5", "--algo", "multiboost", "--rounds", "40",
+                     "--learning-rate", "0.001", *VALID)
+    rec = weak.info["baseline_guard"]
+    assert rec["chosen"] == "pooled" == rederive(rec) and weak.algorithm == "adaboost", rec
+    # pooled ahead, but by less than one standard error of the paired differences: the algorithm stays
+    close, _ = _train(sets / "ms.h5", tmp_path / "c.h5", "--algo", "multiboost", "--rounds", "20",
+                      "--learning-rate", "0.07", *VALID)
+    rec = close.info["baseline_guard"]
+    pooled = rec["tried"]["pooled"]
+    assert pooled["errors"] < rec["tried"]["algorithm"]["errors"] and 0 < pooled["gain"] <= pooled["se"], rec
+    assert rec["chosen"] == "algorithm" == rederive(rec) and close.algorithm == "multiboost", rec
+    fed, _ = _train(sets / "ms.h5", tmp_path / "f.h5", "--algo", "fedmultiboost", "--rounds", "20", *VALID)
+    assert fed.info["baseline_guard"]["chosen"] == rederive(fed.info["baseline_guard"])
+
+
+def test_counts_match_a_naive_twin(sets, tmp_path):
+    """Each candidate trained by hand on the same training rows and scored on the same validation rows."""
+    m, _ = _train(sets / "mt.h5", tmp_path / "m.h5", "--algo", "is-multitask", "--rounds", "30", "--valid",
+                  sets / "mt.h5")
+    rec = m.info["baseline_guard"]
+    arrays = read_arrays(sets / "mt.h5")
+    X, y, task = arrays["X"], arrays["y"], arrays["domain"]
+    off = ("--baseline-guard", "off")
+    runs = {"algorithm": ("--algo", "is-multitask", *off), "pooled": ("--algo", "adaboost", "--weak-learner", "tree", "--loss", "logistic"),
+            "per-task": ("--algo", "is-multitask", "--lambda", "0", "--start", "zero", *off)}
+    wrong = {}
+    for key, algo in runs.items():
+        twin, _ = _train(sets / "mt.h5", tmp_path / f"{key}.h5", *algo, "--rounds", "30")
+        score = twin.decision_function(X, task) if twin.takes_task else twin.decision_function(X)
+        wrong[key] = np.where(score >= 0, 1, 0) != (y > 0)
+        assert rec["tried"][key]["errors"] == int(wrong[key].sum()), key
+    for key in ("pooled", "per-task"):
+        assert rec["tried"][key]["differ"] == int((wrong[key] != wrong["algorithm"]).sum())
+    assert rec["chosen"] == rederive(rec)
+
+
+def _delong_by_loops(y, task, a, b):
+    """DeLong's difference and standard error written out: every positive against every negative."""
+    diffs, var = [], 0.0
+    for k in (np.unique(task) if task is not None else [None]):
+        g = np.ones(y.size, bool) if k is None else task == k
+        pos, neg = np.flatnonzero(g & (y > 0)), np.flatnonzero(g & (y <= 0))
+        if not pos.size or not neg.size:
+            diffs.append(0.0)
+            continue
+        psi = lambda s, i, j: 1.0 if s[i] > s[j] else 0.5 if s[i] == s[j] else 0.0  # noqa: E731
+        v10 = np.array([[np.mean([psi(s, i, j) for j in neg]) for i in pos] for s in (a, b)])
+        v01 = np.array([[np.mean([psi(s, i, j) for i in pos]) for j in neg] for s in (a, b)])
+        diffs.append(v10[1].mean() - v10[0].mean())
+        s10, s01 = np.cov(v10), np.cov(v01)
+        var += (s10[0, 0] + s10[1, 1] - 2 * s10[0, 1]) / pos.size + (s01[0, 0] + s01[1, 1] - 2 * s01[0, 1]) / neg.size
+    return float(np.mean(diffs)), float(np.sqrt(var)) / len(diffs)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_the_paired_auc_difference_is_delongs(case):
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(case)
+    n = 60 + 20 * case
+    y = np.where(rng.random(n) < (0.5 if case % 2 else 0.15), 1, -1)
+    task = rng.integers(0, 3, n) if case >= 3 else None
+    a = y * 0.5 + rng.normal(size=n)
+    b = np.round(y * 0.8 + rng.normal(size=n), 1)  # ties within and across the classes
+    if case == 5:
+        b = a.copy()  # the same scores: no difference, no spread
+    got = auc_difference(y, task, a, b)
+    want = _delong_by_loops(y, task, a, b)
+    assert np.allclose(got, want, rtol=1e-10, atol=1e-12), (got, want)
+    if task is None:
+        assert np.isclose(got[0], roc_auc_score(y > 0, b) - roc_auc_score(y > 0, a), rtol=0, atol=1e-12)
+
+
+def test_runs_without_a_guard(sets, tmp_path):
+    plain, _ = _train(sets / "ms.h5", tmp_path / "p.h5", "--algo", "multiboost", "--rounds", "10")
+    assert plain.info["baseline_guard"] == {"chosen": "algorithm",
+                                            "rule": "no validation rows (--valid or --valid-fraction): no guard"}
+    off, _ = _train(sets / "ms.h5", tmp_path / "o.h5", "--algo", "multiboost", "--rounds", "10",
+                    "--learning-rate", "0.001", "--baseline-guard", "off", *VALID)
+    assert off.algorithm == "multiboost" and "--baseline-guard off" in off.info["baseline_guard"]["rule"]
+    paper, _ = _train(sets / "ms.h5", tmp_path / "q.h5", "--algo", "multiboost", "--rounds", "10", "--preset",
+                      "paper", *VALID)
+    assert "--baseline-guard off" in paper.info["baseline_guard"]["rule"]
+
+
+def test_resume_trains_the_choice_on(sets, tmp_path):
+    ckpt = tmp_path / "c.h5"
+    base = ("--algo", "multiboost", "--learning-rate", "0.001", *VALID, "--checkpoint", ckpt)
+    _train(sets / "ms.h5", tmp_path / "part.h5", *base, "--rounds", "15")
+    assert Model.load(ckpt).info["baseline_guard"]["chosen"] == "pooled"
+    resumed, _ = _train(sets / "ms.h5", tmp_path / "res.h5", *base, "--rounds", "30", "--resume")
+    straight, _ = _train(sets / "ms.h5", tmp_path / "str.h5", *base[:-2], "--rounds", "30")
+    assert resumed.to_json() == straight.to_json().replace(str(tmp_path / "str.h5"), str(tmp_path / "res.h5")) \
+        or (resumed.coef.tolist(), resumed.feature.tolist()) == (straight.coef.tolist(), straight.feature.tolist())
+    _, proc = _train(sets / "ms.h5", tmp_path / "x.h5", *base, "--rounds", "30", "--resume", "--baseline-guard", "off",
+                     ok=False)
+    assert proc.returncode == 2 and "--baseline-guard off" in proc.stderr, proc.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(mpiexec() is None, reason="no mpiexec")
+def test_same_choice_and_model_on_1_to_4_ranks(sets, tmp_path):
+    for data, args in (("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--lambda", "5", "--start", "zero")),
+                       ("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--valid-metric", "auc")),
+                       ("ms.h5", ("--algo", "multiboost", "--rounds", "20", "--learning-rate", "0.001"))):
+        models = {n: _train(sets / data, tmp_path / f"{n}.h5", *args, *VALID, n=n)[0] for n in (1, 2, 3, 4)}
+        for n, m in models.items():
+            assert m.info["baseline_guard"] == models[1].info["baseline_guard"], (args, n)
+            assert (m.feature.tolist(), m.coef.tolist()) == (models[1].feature.tolist(), models[1].coef.tolist())
