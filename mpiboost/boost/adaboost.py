@@ -24,6 +24,15 @@ ERROR_CLIP = 1e-12
 
 
 class AdaBoost(Reweighting):
+    """Distributed AdaBoost, and with ``--loss logistic`` Newton-boosted logistic trees.
+
+    Paper: Freund & Schapire 1997, distributed as in Balcan, Blum, Fine & Mansour 2012: the SmoothBoost paper's
+    baseline over the same protocol, without the projection. Guarantee (the paper's): the training error is at
+    most ``prod_t 2 sqrt(e_t (1 - e_t)) <= exp(-2 sum_t gamma_t^2)`` for weak errors ``e_t = 1/2 - gamma_t``.
+    With domains it boosts every domain's rows (AdaBoost-all) or one (``--train-domain``, AdaBoost-k). The
+    same model bit for bit on any number of ranks.
+    """
+
     name = "adaboost"
     paper = "Freund & Schapire 1997; distributed as in Balcan, Blum, Fine & Mansour 2012"
     summary = "AdaBoost: the SmoothBoost paper's baseline; with domains AdaBoost-all or, one domain, AdaBoost-k"

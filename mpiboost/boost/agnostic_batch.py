@@ -135,6 +135,16 @@ def ogd_step(P: np.ndarray, predicted: np.ndarray, y: np.ndarray, gamma: float, 
 
 
 class AgnosticBatch(Algorithm):
+    """Statistical agnostic multiclass boosting: class stumps fitted to rows relabelled by per-row distributions.
+
+    Beyond the papers: the batch form of Raman & Tewari's online agnostic multiclass boosting (2022). Every row
+    keeps a distribution over the classes, moved by online gradient descent on the weak learners' mistakes and
+    never reset; each round fits a class stump to the rows relabelled by their distributions (exactly, or by a
+    seeded draw), and the vote is unweighted. No guarantee of its own is claimed: the online algorithm's regret
+    bound motivates the rule, and docs/results.md measures it against SAMME. The same model bit for bit on any
+    number of ranks.
+    """
+
     name = "agnostic-batch"
     paper = "the batch form of Raman & Tewari 2022 (online agnostic multiclass boosting), beyond the paper"
     summary = ("statistical agnostic multiclass boosting: class stumps fitted to the rows relabelled by per-row OGD "

@@ -100,8 +100,9 @@ class Algorithm(ABC):
     empty_model_fails: ClassVar[bool] = False
     # baselines: the simplest models a user would train instead, which the baseline guard (--baseline-guard,
     # mpiboost.driver.selection.baseline_guard) trains beside the algorithm on the same rows and keeps when they
-    # validate better: name -> (algorithm, parameters fixed for it, what it is). The run's other parameters that
-    # the baseline declares are carried (the weak learner, the trees' shape).
+    # validate better: name -> (algorithm, parameters fixed for it, what it is, parameters fixed when it grows
+    # trees). The run's other parameters that the baseline declares are carried (the weak learner, the trees'
+    # shape).
     baselines: ClassVar[dict] = {}
     # Parameters whose default depends on the number of rounds (SmoothBoost's gamma): filled in by
     # :meth:`defaults_for_rounds` when left unset; a resumed run takes the checkpoint's values instead.

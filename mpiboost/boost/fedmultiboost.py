@@ -40,6 +40,16 @@ from .params import BASELINE_GUARD, TREE, WEAK_LEARNER_TREE_EXACT, trees_by_defa
 
 
 class FedMultiBoost(MultiBoost):
+    """FedMultiBoost: MultiBoost's federated variant, in which sampled clients send aggregates only.
+
+    Paper: Cortes, Mohri, Storcheus & Suresh, NeurIPS 2021 (Figure 2). The rows of each domain form clients of
+    ``--client-size`` consecutive rows (in the global order, so the clients do not depend on the ranks); each
+    round samples clients and candidate stumps, and a client reports only its loss and the candidates' sums,
+    never a row. It minimizes the same agnostic loss as MultiBoost on the sampled estimates, so its guarantee is
+    MultiBoost's up to the sampling noise. The same model bit for bit on any number of ranks; the baseline guard
+    as for MultiBoost.
+    """
+
     name = "fedmultiboost"
     paper = "Cortes, Mohri, Storcheus & Suresh, NeurIPS 2021 (Figure 2)"
     summary = "FedMultiBoost: MultiBoost's federated variant; sampled clients send aggregates only"

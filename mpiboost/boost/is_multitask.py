@@ -95,6 +95,18 @@ LAMBDA_MAX = 1e6  # the largest lambda (and lambda_kj of scenario B)
 
 
 class ISMultitask(Algorithm):
+    """Itakura-Saito multi-task boosting: one ensemble per task, each step regularised toward the other tasks'.
+
+    Paper: Takenouchi, Komori, Eguchi et al., Entropy 2015. Every task (the data's domains) has its own ensemble;
+    a step on task k minimizes its exponential risk plus ``lambda`` times the Itakura-Saito divergence to the
+    other tasks' ensembles, in closed form (Case 1), so related tasks share what they have in common and
+    ``lambda = 0`` is AdaBoost on each task alone. Guarantee (the paper's): each exact step lowers the
+    regularised risk it minimizes. mpiboost's: the same model bit for bit on any number of ranks; by default a
+    logistic forest over every task's rows (which may split on the task) is the shared start; with validation
+    rows, the baseline guard keeps the pooled forest or each task alone where that validates better
+    (:mod:`mpiboost.driver.selection.baseline_guard`).
+    """
+
     name = "is-multitask"
     paper = "Takenouchi, Komori, Eguchi et al., Entropy 2015 (Itakura-Saito multi-task boosting)"
     summary = ("Itakura-Saito multi-task boosting: one stump ensemble per task (domain), each step regularised "
@@ -106,10 +118,10 @@ class ISMultitask(Algorithm):
                    "start's and the tasks-alone AdaBoost's first distribution, the logistic start's gradients)")
     weak_learners = ("stump", "tree")
     baselines = {
-        "pooled": ("adaboost", {"weak_learner": "tree", "loss": "logistic"},
-                   "gradient-boosted logistic trees on every task's rows pooled (LightGBM's defaults)"),
+        "pooled": ("adaboost", {"weak_learner": "tree", "loss": "logistic", "split_gain": None},
+                   "gradient-boosted logistic trees on every task's rows pooled (LightGBM's defaults)", {}),
         "per-task": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None},
-                     "AdaBoost on each task's rows alone (lambda 0 from a zero start)"),
+                     "AdaBoost on each task's rows alone (lambda 0 from a zero start)", {}),
     }
     parameters = (
         *SAMPLING,

@@ -51,6 +51,17 @@ from .transfer import HALF_TOL, Plan, TransferBoosting
 
 
 class MSDTrA(TransferBoosting):
+    """MSDTrA: multi-source dynamic TrAdaBoost, a mixture of one candidate per source each round.
+
+    Paper: Zhang, Li, Zhang & Li 2014. Each round fits one candidate per source (on that source's rows and the
+    target's), rates each on the target rows only, and mixes them with weights ``exp(1 - 2 eps_k)``; source rows
+    are down-weighted by the dynamic factor, so the sources that carry over keep their weight. Guarantee (the
+    paper's): the target's training error falls as AdaBoost's does with the round errors ``eps_t``, and a source
+    row's weight does not drain when it is classified correctly. mpiboost's: the same model bit for bit on any
+    number of ranks; before training, the source trust (:mod:`mpiboost.driver.selection.source_trust`) may
+    train AdaBoost on the target alone or on every row pooled instead, from held-out target rows.
+    """
+
     name = "msdtra"
     paper = "Zhang, Li, Zhang & Li 2014 (multisource dynamic TrAdaBoost)"
     summary = "MSDTrA: multi-source dynamic TrAdaBoost, a mixture of one candidate per source each round"

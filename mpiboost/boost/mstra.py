@@ -22,6 +22,15 @@ def alpha_a(n_source: int, rounds: int) -> float:
 
 
 class MSTrA(TransferBoosting):
+    """MSTrA: multi-source TrAdaBoost, the best of one candidate per source each round.
+
+    Paper: Yao & Doretto 2010. Each round fits one candidate per source (that source's rows and the target's)
+    and keeps the one of least weighted target error; target rows are reweighted as AdaBoost's, source rows
+    down-weighted on their mistakes. Guarantee (the paper's): the target's training error bound of AdaBoost for
+    the chosen candidates' errors. The same model bit for bit on any number of ranks; the source trust as for
+    MSDTrA.
+    """
+
     name = "mstra"
     paper = "Yao & Doretto 2010 (multi-source TrAdaBoost)"
     summary = "MSTrA: multi-source TrAdaBoost, the best of one candidate per source each round"

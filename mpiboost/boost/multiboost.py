@@ -279,6 +279,18 @@ def tree_learning_rate(rounds: int) -> float:
 
 
 class MultiBoost(Algorithm):
+    """MultiBoost: boosting for the worst of several source domains, with a Q-ensemble.
+
+    Paper: Cortes, Mohri, Storcheus & Suresh, NeurIPS 2021 (agnostic multi-source learning). It minimizes the
+    agnostic loss ``max_k F_k`` (the worst domain's loss, softened by ``--temperature``) by coordinate descent,
+    with ``f(x) = sum_t eta_t Q(k_t|x) h_t(x)``: a hypothesis fitted for domain k votes in proportion to the
+    probability that x comes from domain k (a distributed multinomial logistic regression). Guarantee (the
+    paper's): learning bounds for every mixture of the source domains, governed by the agnostic loss it
+    minimizes. mpiboost's: the same model bit for bit on any number of ranks (exact domain losses); with
+    validation rows, the baseline guard keeps AdaBoost on the rows pooled where that validates better
+    (:mod:`mpiboost.driver.selection.baseline_guard`).
+    """
+
     name = "multiboost"
     paper = "Cortes, Mohri, Storcheus & Suresh, NeurIPS 2021"
     summary = "MultiBoost: a Q-ensemble that boosts the worst domain's loss (agnostic multi-source learning)"
@@ -291,7 +303,10 @@ class MultiBoost(Algorithm):
     exact_losses = True  # each round starts from the exact F_l (and the largest weight)
     weak_learners = ("stump", "tree")
     losses = LOSSES
-    baselines = {"pooled": ("adaboost", {}, "AdaBoost on every domain's rows pooled, the same weak learner and loss")}
+    # pooled: with trees, Newton-boosted logistic trees (what a LightGBM user runs on the rows pooled), with
+    # stumps AdaBoost's
+    baselines = {"pooled": ("adaboost", {}, "every domain's rows pooled: logistic trees (LightGBM's gbdt) with trees, "
+                            "AdaBoost with stumps", {"loss": "logistic", "split_gain": None})}
     parameters = (
         *trees_by_default((WEAK_LEARNER_TREE_EXACT,)),  # trees validate better; the paper: stumps
         *TREE,

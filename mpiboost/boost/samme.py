@@ -34,6 +34,15 @@ MAX_EXP = 709.0  # math.exp(x) is finite up to about 709.78
 
 
 class SAMME(Reweighting):
+    """SAMME: multi-class AdaBoost with class stumps, what scikit-learn's AdaBoostClassifier runs.
+
+    Paper: Zhu, Zou, Rosset & Hastie 2009. Forward stagewise fitting of the multi-class exponential loss:
+    ``alpha_t = lr (ln((1 - e_t) / e_t) + ln(K - 1))``, so a weak learner needs only to beat random guessing
+    (``e_t < 1 - 1/K``), and with K = 2 it is AdaBoost. Guarantee: each round with ``e_t < 1 - 1/K`` lowers the
+    multi-class exponential loss, whose value bounds the training error. The same model bit for bit on any
+    number of ranks.
+    """
+
     name = "samme"
     paper = "Zhu, Zou, Rosset & Hastie 2009"
     summary = "SAMME: multi-class AdaBoost with class stumps (what scikit-learn's AdaBoostClassifier runs)"

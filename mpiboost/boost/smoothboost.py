@@ -92,6 +92,19 @@ VOTE_REMOVED = (
 
 
 class SmoothBoost(Reweighting):
+    """Distributed SmoothBoost: boosting whose distributions stay smooth, so mislabelled rows cannot take over.
+
+    Paper: Chen, Balcan & Chau, AISTATS 2016, distributing Servedio's SmoothBoost (JMLR 2003). Each round the
+    weights of the rows ``h_t`` gets right shrink by ``1 - gamma`` and the distribution is projected onto
+    ``{D : D(i) <= p(i) / epsilon}`` (``p`` the start: uniform, or the sample weights) with the protocol's
+    median-based smooth projection. Guarantee (the papers'): with weak learners of advantage ``gamma``, the
+    training error falls below ``epsilon`` within ``O(1 / (epsilon gamma^2))`` rounds while no row ever weighs
+    more than ``1 / (epsilon n)``, which is what bounds the damage of a fraction of flipped labels. mpiboost's:
+    the same model bit for bit on any number of ranks (exact reductions, a projection path independent of the
+    split of the rows); the driver's noise check may train AdaBoost instead where held-out rows show clean
+    labels (:mod:`mpiboost.driver.selection.noise_check`).
+    """
+
     name = "smoothboost"
     paper = "Chen, Balcan & Chau, AISTATS 2016 (distributed SmoothBoost; Servedio 2003)"
     summary = "SmoothBoost: weights projected onto epsilon-smooth distributions, tolerant of label noise"

@@ -22,6 +22,15 @@ WEAK = Param("weak_learner", str, "tree",
 
 
 class Softmax(Algorithm):
+    """Softmax boosting: multiclass gradient boosting of the log-loss, one tree of K-value leaves a round.
+
+    Beyond the papers: Friedman's gradient boosting (2001) with Newton steps and LightGBM's defaults, for K
+    classes at once: one histogram pass of every class's gradients and curvatures grows one tree whose leaves
+    hold K values (LightGBM and XGBoost grow K trees a round). Guarantee: each round takes a Newton step on the
+    multinomial log-loss, shrunk by the learning rate, which lowers the training loss for small enough steps.
+    The same model bit for bit on any number of ranks.
+    """
+
     name = "softmax"
     paper = "beyond the papers: multiclass gradient boosting with Newton steps (Friedman 2001; LightGBM's defaults)"
     summary = "softmax boosting: multiclass gradient boosting of the log-loss, one tree of K-value leaves per round"

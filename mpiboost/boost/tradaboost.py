@@ -23,6 +23,16 @@ from .params import EXACT_TREES
 
 
 class TrAdaBoost(TransferBoosting):
+    """TrAdaBoost: boosting on a target with the sources pooled, source rows down-weighted when misclassified.
+
+    Paper: Dai, Yang, Xue & Yu 2007. Each round fits a stump on every row, rates it on the target rows only, and
+    multiplies a misclassified source row's weight by ``beta = 1 / (1 + sqrt(2 ln n_a / M))`` and a
+    misclassified target row's by ``1 / beta_t``; the vote is over the later half of the rounds. Guarantee (the
+    paper's): the target's training error bound of AdaBoost, and the weight of the source rows that disagree
+    with the target decays geometrically. The same model bit for bit on any number of ranks; the source trust
+    as for MSDTrA.
+    """
+
     name = "tradaboost"
     paper = "Dai, Yang, Xue & Yu 2007"
     summary = "TrAdaBoost: the sources pooled, source rows down-weighted when misclassified"

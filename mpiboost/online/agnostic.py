@@ -38,6 +38,15 @@ GAMMA = Param("gamma", float, 1.0, "the weak learners' assumed advantage gamma: 
 
 
 class OnlineAgnostic(OnlineBooster):
+    """Online agnostic multiclass boosting (Algorithm 1 of Raman & Tewari 2022).
+
+    For each example the weak learners' votes are projected onto the simplex (``proj(v / (gamma N))``) and the
+    prediction is drawn from that distribution (or its argmax); then the label is revealed and an online convex
+    optimisation chain, restarted every example, tells each learner what to learn. Guarantee (the paper's): an
+    expected-mistake bound against the best in the span of the weak learners, without assuming the data
+    realizable. mpiboost's: the same predictions on any number of ranks (the learners are spread over them).
+    """
+
     name = "online-agnostic"
     paper = "Raman & Tewari 2022, Algorithm 1"
     summary = "online agnostic multiclass boosting: projected vote, OGD relabelling restarted every example"

@@ -89,6 +89,13 @@ def majority(labels: np.ndarray, k: int) -> np.ndarray:
 
 
 class OnlineMBBM(OnlineBooster):
+    """Online boost-by-majority (Online MBBM; Jung, Goetz & Tewari 2017), as Raman & Tewari 2022 run it.
+
+    A plain majority vote of the N learners; each learner learns with the weight the boost-by-majority random
+    walk's potential gives it. Guarantee (the paper's): the optimal mistake bound of online boosting when the
+    weak learners have a known edge. The same predictions on any number of ranks.
+    """
+
     name = "online-mbbm"
     paper = "Jung, Goetz & Tewari 2017 (Online MBBM), as Raman & Tewari 2022 run it"
     summary = "online boost-by-majority (Online MBBM): majority vote, learners weighted by the random walk's " \

@@ -40,6 +40,13 @@ GAMMA = Param("gamma", float, 0.5, "the weak learners' assumed advantage gamma: 
 
 
 class OnlineOCOR(OnlineBooster):
+    """The OCO-based realizable online booster (Appendix B of Raman & Tewari 2022).
+
+    The same projected vote as the agnostic booster; each learner learns an example with a probability ``p``
+    moved by the mistakes of the learners before it. Guarantee (the paper's): a mistake bound when the data are
+    realizable by the weak learners' span. The same predictions on any number of ranks.
+    """
+
     name = "online-ocor"
     paper = "Raman & Tewari 2022, Appendix B"
     summary = "OCO-based realizable online booster: projected vote, each learner learns with a probability p " \

@@ -56,6 +56,13 @@ HEDGE_STEP = 1.0
 
 
 class OnlineOLM(OnlineBooster):
+    """Online multiclass AdaBoost (AdaBoost.OLM; Jung, Goetz & Tewari 2017), as Raman & Tewari 2022 run it.
+
+    Logistic costs, the learners' weights by online gradient descent, and a hedge over the prefix experts (the
+    votes of the first i learners). Guarantee (the paper's): adaptive, it needs no edge given in advance, at a
+    weaker mistake bound than Online MBBM's. The same predictions on any number of ranks.
+    """
+
     name = "online-olm"
     paper = "Jung, Goetz & Tewari 2017 (AdaBoost.OLM), as Raman & Tewari 2022 run it"
     summary = "online multiclass AdaBoost (AdaBoost.OLM): logistic costs, learner weights by online gradient " \

@@ -149,7 +149,7 @@ def valid_rows(data: dict, seed: int, fraction: float = VALID_FRACTION) -> np.nd
     """
     from mpiboost.data.subsets import valid_mask
 
-    shard = SimpleNamespace(n_classes=2, n_domains=int(data["domain"].max()) + 1, domain=data["domain"],
+    shard = SimpleNamespace(n_classes=2, regression=False, n_domains=int(data["domain"].max()) + 1, domain=data["domain"],
                             y=np.where(data["y"] > 0, 1, -1).astype(np.int8))
     return valid_mask(shard, fraction, seed, SimpleNamespace(size=1, rank=0))
 
@@ -187,7 +187,8 @@ def run_mpiboost(work: str, tag: str, method: str, train: str, tests: dict, *, s
         errors[key] = [report["per_domain"][n]["error"] for n in names]
     os.unlink(model)
     return {"errors": errors, "seconds": wall, "best_round": summary.get("best_round", summary["rounds"]),
-            "lambda": summary.get("chosen", {}).get("lam"), "chosen": summary.get("chosen")}
+            "lambda": summary.get("chosen", {}).get("lam"), "chosen": summary.get("chosen"),
+            "guard": (summary.get("baseline_guard") or {}).get("chosen")}
 
 
 def run_c_per_task(work: str, tag: str, data: dict, valid: np.ndarray, tests: dict, *, seed: int, rounds: int,

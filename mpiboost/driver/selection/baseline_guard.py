@@ -29,6 +29,7 @@ from typing import Optional
 import numpy as np
 
 from ... import boost, watchdog
+from ...boost.losses import grows_trees
 from ...boost.params import BASELINE_GUARD_CHOICES
 from ...callbacks import BestRound
 from ...errors import CollectiveError
@@ -43,13 +44,12 @@ CHOICES = BASELINE_GUARD_CHOICES
 def baseline_run(algorithm: str, params: dict, name: str) -> tuple[str, dict]:
     """The algorithm and parameters of ``algorithm``'s baseline ``name`` (its declaration, the run's parameters
     that the baseline takes carried over)."""
-    base, fixed, _ = boost.get(algorithm).baselines[name]
-    own = {"baseline_guard"} | {k for k in fixed}
-    out = boost.carried(algorithm, params, base, drop=own if base != algorithm else {"baseline_guard"})
-    out.update({k: v for k, v in fixed.items() if v is not None})
-    for k, v in fixed.items():
-        if v is None:
-            out.pop(k, None)
+    base, fixed, _, with_trees = boost.get(algorithm).baselines[name]
+    out = boost.carried(algorithm, params, base, drop={"baseline_guard", *fixed, *with_trees})
+    if grows_trees({**out, **fixed}):
+        fixed = {**fixed, **with_trees}
+    out.update(fixed)
+    out = {k: v for k, v in out.items() if v is not None}  # None: the baseline's own default
     if boost.get(base).has("baseline_guard"):
         out["baseline_guard"] = "off"  # a baseline is not guarded in turn
     return base, out

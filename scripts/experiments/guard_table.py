@@ -1,0 +1,140 @@
+#!/usr/bin/env python
+"""The special algorithms with their baseline guard against their simplest baselines and LightGBM.
+
+For each multi-domain / multi-task set, R repetitions (``--reps``, default 5; repetition r uses ``--seed r``
+and its own split or draw), every method fits on the same rows and validates on the same rows
+(``--valid-fraction 0.2 --best-round``: the guard's validation rows are these) and is tested on held-out
+rows; printed: the mean over the tasks (domains) of the test error, mean ± sd over the repetitions, the
+worst task's error, and the guard's choices.
+
+* ``is-multitask`` and ``multiboost``, ``fedmultiboost``: their defaults, i.e. with the baseline guard, and
+  with ``--baseline-guard off`` (the algorithm as asked);
+* their baselines: AdaBoost on each task alone (``is-multitask --lambda 0 --start zero``) and logistic
+  trees on every row pooled (``adaboost --weak-learner tree --loss logistic``);
+* LightGBM (``--no-peers`` leaves it out): per task, and pooled with the task id as a categorical feature,
+  31 leaves, learning rate 0.1, best iteration on the validation rows.
+
+Sets: ``adult`` (3 tasks by education; :mod:`multitask_real`), ``amazon`` (4 review domains), the generated
+``related`` (IS Dataset 1: 3 tasks of one boundary, shifted), ``opposite`` (IS Dataset 2: 3 tasks label
+against the other 3) and ``multisource`` (3 domains of shifted rules, MultiBoost's).
+
+    python scripts/experiments/guard_table.py                      # every set, 5 repetitions
+    python scripts/experiments/guard_table.py --sets related opposite --reps 2 --rounds 50
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common as C  # noqa: E402
+import multitask_real as MR  # noqa: E402
+import multitask_tables as MT  # noqa: E402
+
+OFF = ("--baseline-guard", "off")
+METHODS = {
+    "is-multitask": ["--algo", "is-multitask"],
+    "is-multitask, no guard": ["--algo", "is-multitask", *OFF],
+    "multiboost": ["--algo", "multiboost"],
+    "multiboost, no guard": ["--algo", "multiboost", *OFF],
+    "fedmultiboost": ["--algo", "fedmultiboost"],
+    "fedmultiboost, no guard": ["--algo", "fedmultiboost", *OFF],
+    "each task alone (AdaBoost)": ["--algo", "is-multitask", "--lambda", "0", "--start", "zero", *OFF],
+    "pooled (logistic trees)": ["--algo", "adaboost", "--weak-learner", "tree", "--loss", "logistic"],
+}
+PEERS = ["lgb-task-31", "lgb-pooled-31"]
+SETS = ["adult", "amazon", "related", "opposite", "multisource"]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sets", nargs="+", default=SETS, choices=SETS)
+    p.add_argument("--data-dir", type=Path, default=C.DATASETS)
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=100)
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--max-train-per-task", type=int, default=2000)
+    p.add_argument("--amazon-train", type=int, default=1600)
+    p.add_argument("--amazon-test", type=int, default=400)
+    p.add_argument("--vocab-size", type=int, default=2000)
+    p.add_argument("--workdir", type=Path, default=C.DEFAULT_WORKDIR / "guard")
+    p.add_argument("--out", type=Path, help="also write the table here")
+    return p.parse_args(argv)
+
+
+def synth_splits(args, name: str):
+    """(repetition, training file, test file) of a generated set: its rows drawn with seed r, the test
+    rows with another seed of the same tasks."""
+    for r in range(args.reps):
+        paths = [args.workdir / "splits" / f"{name}-rep{r}-{part}.h5" for part in ("train", "test")]
+        for path, n, seed in ((paths[0], 600, 2 * r + 1), (paths[1], 2000, 2 * r + 2)):
+            if name == "multisource":
+                cmd = ["multisource", "--n", str(3 * n), "--seed", str(seed)]
+            else:
+                cmd = ["multitask", "--dataset", "1" if name == "related" else "2", "--n", str(n), "--seed",
+                       str(seed), "--task-seed", str(r)]
+            C.run([*C.MPIBOOST, "synth", *cmd, "--out", path])
+        yield r, paths[0], paths[1]
+
+
+def splits(args, name: str):
+    if name == "adult":
+        return MR.adult_splits(args)
+    if name == "amazon":
+        return MR.amazon_splits(args)
+    return synth_splits(args, name)
+
+
+def run_set(args, name: str) -> dict:
+    MT.METHODS.update(METHODS)  # the runner of multitask_tables runs any of its METHODS through the CLI
+    out = {m: [] for m in args.methods + args.peer_keys}
+    for r, train, test in splits(args, name):
+        data, tests = MT.read_rows(train), {"test": MT.read_rows(test)}
+        valid = MT.valid_rows(data, r)
+        for m in args.methods:
+            res = MT.run_mpiboost(str(args.workdir / "runs"), f"{name}-rep{r}", m, str(train), {"test": str(test)},
+                                  seed=r, rounds=args.rounds, steps=5, threads=args.threads,
+                                  n_fit=int((~valid).sum()))
+            out[m].append({"errors": res["errors"]["test"], "guard": res.get("guard"), "seconds": res["seconds"]})
+        for m in args.peer_keys:
+            res = MT.run_peer(m, data, valid, tests, seed=r, rounds=args.rounds, threads=args.threads)
+            out[m].append({"errors": res["errors"]["test"], "guard": None, "seconds": res["seconds"]})
+        C.log(f"{name} repetition {r}: " + ", ".join(f"{m} {np.mean(v[-1]['errors']):.4f}" for m, v in out.items()))
+    return out
+
+
+def render(args, results: dict) -> str:
+    lines = []
+    for name, out in results.items():
+        rows = []
+        for m, reps in out.items():
+            E = np.array([rep["errors"] for rep in reps])
+            means = E.mean(axis=1)
+            sd = f" ± {means.std(ddof=1):.4f}" if len(reps) > 1 else ""
+            guards = [rep["guard"] for rep in reps if rep["guard"]]
+            chose = ", ".join(f"{g} {guards.count(g)}" for g in dict.fromkeys(guards)) if guards else ""
+            rows.append([MT.LABEL.get(m, m), f"{means.mean():.4f}{sd}", f"{E.max(axis=1).mean():.4f}",
+                         f"{np.mean([rep['seconds'] for rep in reps]):.1f}", chose])
+        lines += [f"**{name}**: test error, mean over the tasks, {len(next(iter(out.values())))} repetitions, "
+                  f"{args.rounds} rounds, --valid-fraction 0.2 --best-round.", "",
+                  C.markdown_table(["method", "mean ± sd", "worst task (mean)", "train s", "guard's choice"], rows), ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    for sub in ("splits", "runs"):
+        (args.workdir / sub).mkdir(parents=True, exist_ok=True)
+    args.peer_keys = [k for k in MT.peer_keys(args.peers) if k in PEERS]
+    results = {name: run_set(args, name) for name in args.sets}
+    C.publish(render(args, results), args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
