@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, TYPE_CHECKING
 
 import numpy as np
 
 from ._ext import _exact, _logistic
+
+if TYPE_CHECKING:  # annotations only
+    from .comm import Comm
 
 _EVALUATE, _STOP = 1, 0
 _FTOL = 64 * np.finfo(np.float64).eps
@@ -162,7 +165,7 @@ def _finite_array(value, name: str) -> np.ndarray:
     return a
 
 
-def _moments(comm, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _moments(comm: Comm, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Collective: every column's mean, standard deviation and number of zeros over all ranks.
 
     NaN is skipped. The mean and the sum of squared deviations are correctly
@@ -216,7 +219,7 @@ def fixed_point_shift(n: int, bound: float) -> int:
 
 
 def fit(
-    comm,
+    comm: Comm,
     X: np.ndarray,
     domain: np.ndarray,
     n_domains: int,
@@ -332,7 +335,7 @@ _CALIBRATION_BLOCK = 65536  # held-out rows scored at a time
 
 
 def calibrate(
-    comm,
+    comm: Comm,
     X: np.ndarray,
     domain: np.ndarray,
     ids: np.ndarray,

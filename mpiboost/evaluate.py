@@ -1,7 +1,7 @@
 """Prediction and evaluation of a model on data spread over the ranks, in the user's labels."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, TYPE_CHECKING
 
 import numpy as np
 
@@ -11,6 +11,10 @@ from .data.load import load, load_raw
 from .metrics import auc
 from .model import Model, index_of_scores
 
+if TYPE_CHECKING:  # annotations only
+    from .comm import Comm
+    from .data.load import Shard
+
 
 def _task(model: Model) -> str:
     if getattr(model, "is_regression", False):
@@ -18,7 +22,7 @@ def _task(model: Model) -> str:
     return "binary" if model.output == "sign" else "multiclass"
 
 
-def regression_report(comm, model: Model, shard, score: np.ndarray) -> Optional[dict]:
+def regression_report(comm: Comm, model: Model, shard: Shard, score: np.ndarray) -> Optional[dict]:
     """Collective: RMSE, MAE, R^2 (and the objective's metric) of a regression model's scores, from exact sums
     over all ranks' rows (weighted by the rows' weights if the files have them); the report on the center."""
     from .boost.losses import REGRESSION
@@ -76,7 +80,7 @@ def check_features(model, paths: Sequence[str]) -> None:
                               "file with the training file's columns in their order")
 
 
-def _scores(comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool, unseen=None):
+def _scores(comm: Comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool, unseen=None):
     check_features(model, paths)
     if getattr(model, "kind", None) == "online":  # raw features, no bins
         shard = load_raw(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen,
@@ -113,7 +117,7 @@ def class_report(confusion: np.ndarray, classes: Sequence) -> dict:
     }
 
 
-def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator: bool = False) -> Optional[dict]:
+def evaluate(comm: Comm, model: Model, paths: Sequence[str], *, dedicated_coordinator: bool = False) -> Optional[dict]:
     """Collective: the model's quality on ``paths`` (the report on the center).
 
     Binary models: ``{n, error, accuracy, auc, classes}``; multiclass models:
@@ -187,7 +191,7 @@ def evaluate(comm, model: Model, paths: Sequence[str], *, dedicated_coordinator:
 
 
 def predict(
-    comm, model: Model, paths: Sequence[str], *, scores: bool = False, dedicated_coordinator: bool = False,
+    comm: Comm, model: Model, paths: Sequence[str], *, scores: bool = False, dedicated_coordinator: bool = False,
     proba: bool = False, contrib: bool = False,
 ) -> Optional[np.ndarray]:
     """Collective: every row's predicted label (the user's values) or scores, in file order, on the center.

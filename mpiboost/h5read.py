@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .errors import InputError
+
 
 def open_read(path: str | os.PathLike) -> Any:
     """``h5py.File(path, "r")`` without HDF5's file lock (with it where the HDF5 library has no such switch)."""
@@ -25,3 +27,21 @@ def open_read(path: str | os.PathLike) -> Any:
         if "lock" not in str(exc).lower():
             raise
         return h5py.File(path, "r")
+
+
+def open_checked(path: str | os.PathLike, what: str = "HDF5 file") -> Any:
+    """:func:`open_read` of a file given by the user, every failure an :class:`InputError` naming it.
+
+    The path must name a regular file: a FIFO or a device would block the open or never end, and a missing
+    file or a directory says so rather than what HDF5 makes of it. ``what`` names the kind of file expected
+    ("HDF5 model file", ...) in the messages.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: not a regular file (a directory, FIFO, device or socket)")
+    try:
+        return open_read(path)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable {what} ({exc})") from None

@@ -23,7 +23,7 @@ import pytest
 
 from mpi_util import run_cli
 from mpiboost import cli
-from mpiboost import model as model_mod
+from mpiboost import model_file as model_mod
 from mpiboost.comm import Comm, _mpi
 from mpiboost.data import format as fmt
 from mpiboost.data import labels as lab

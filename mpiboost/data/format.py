@@ -44,7 +44,7 @@ import numpy as np
 from ..atomic import discard, temporary_beside
 from ..errors import InputError
 from . import labels as _labels
-from ..h5read import open_read
+from ..h5read import open_checked, open_read
 
 FORMAT_VERSION = 1
 X_DTYPES = {np.dtype(t) for t in ("float32", "float64", "int8", "uint8", "int16", "int32")}
@@ -232,15 +232,7 @@ def inspect(path: str | os.PathLike) -> FileInfo:
     """
     h5py = _h5py()
     path = str(path)
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    if not os.path.isfile(path):
-        # a FIFO or device would block the open, or never end
-        raise InputError(f"{path}: not a regular file (a directory, FIFO, device or socket)")
-    try:
-        f = open_read(path)
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise InputError(f"{path}: not a readable HDF5 file ({exc})") from None
+    f = open_checked(path)
     try:
         with f:
             return _inspect_open(f, path)

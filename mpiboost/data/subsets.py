@@ -5,10 +5,15 @@ over the ranks, so a model trained on a part is the same on any number of ranks.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..errors import CollectiveError
 from .load import Layout, Shard
+
+if TYPE_CHECKING:  # annotations only
+    from ..comm import Comm
 
 
 def class_index(y: np.ndarray) -> np.ndarray:
@@ -19,7 +24,7 @@ def class_index(y: np.ndarray) -> np.ndarray:
     return y.astype(np.int64)
 
 
-def valid_mask(shard: Shard, fraction: float, seed: int, comm) -> np.ndarray:
+def valid_mask(shard: Shard, fraction: float, seed: int, comm: Comm) -> np.ndarray:
     """Collective: which of this rank's rows form the validation part (a boolean mask).
 
     The rule is stratified and systematic on the global row order: the rows
@@ -46,7 +51,7 @@ def valid_mask(shard: Shard, fraction: float, seed: int, comm) -> np.ndarray:
     return np.floor((k + 1) * fraction + u) > np.floor(k * fraction + u)
 
 
-def subset(shard: Shard, keep: np.ndarray, comm) -> Shard:
+def subset(shard: Shard, keep: np.ndarray, comm: Comm) -> Shard:
     """Collective: the shard of the rows ``keep`` of every rank, in the same global order."""
     n_local = int(keep.sum())
     table = comm.allgather_array(np.array([n_local], dtype=np.int64)) if comm.size > 1 else np.array([[n_local]])
@@ -84,7 +89,7 @@ def subset(shard: Shard, keep: np.ndarray, comm) -> Shard:
     )
 
 
-def split_valid(comm, shard: Shard, fraction: float, seed: int) -> tuple[Shard, Shard]:
+def split_valid(comm: Comm, shard: Shard, fraction: float, seed: int) -> tuple[Shard, Shard]:
     """Collective: (training part, validation part) of ``shard`` by :func:`valid_mask`.
 
     Raises CollectiveError (every rank alike) when a part would hold no rows.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional, Sequence, TYPE_CHECKING
 
 from .._ext import _openmp
 from ..callbacks import Callback, RoundEnv, sorted_callbacks
@@ -29,6 +29,9 @@ from .selection import SELECTIONS, Context, Plan, best_round as rounds_choice
 from .summary import summarize
 from .validation import _validation_source, resolve_metric
 
+if TYPE_CHECKING:  # annotations only
+    from ..comm import Comm
+
 
 @dataclass
 class TrainResult:
@@ -36,7 +39,7 @@ class TrainResult:
     summary: dict = field(default_factory=dict)
 
 
-def train(comm, data: Sequence, config: RunConfig, *, valid: Optional[Sequence] = None,
+def train(comm: Comm, data: Sequence, config: RunConfig, *, valid: Optional[Sequence] = None,
           callbacks: Sequence[Callback] = (), resume: Optional[Model] = None,
           blocks: Optional[Sequence[int]] = None) -> TrainResult:
     """Collective: train the run ``config`` on the rows of ``data``.

@@ -18,6 +18,8 @@ from ..data.subsets import split_valid
 if TYPE_CHECKING:  # annotations only
     from ..boost.base import Algorithm
     from ..data.load import Shard
+    from ..comm import Comm
+    from ..data.load import Shard
 
 
 @dataclass
@@ -58,7 +60,7 @@ def _check_task(cls: type, shard: Shard) -> None:
         )
 
 
-def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequence[str]], *, seed: int,
+def load_inputs(comm: Comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequence[str]], *, seed: int,
                 dedicated_coordinator: bool, valid_fraction: Optional[float] = None,
                 blocks: Optional[Sequence[int]] = None) -> Inputs:
     """Collective: the training rows (labels as the algorithm takes them), validation rows and extra inputs.
@@ -108,7 +110,7 @@ def load_inputs(comm, algo: Algorithm, data: Sequence[str], valid: Optional[Sequ
     return Inputs(shard, vshard, time.perf_counter() - t0)
 
 
-def load_aligned_rows(comm, paths: Sequence[str], shard: Shard, dedicated_coordinator: bool,
+def load_aligned_rows(comm: Comm, paths: Sequence[str], shard: Shard, dedicated_coordinator: bool,
                       option: str) -> tuple[np.ndarray, np.ndarray]:
     """Collective: this rank's block of extra rows ``(X, domain)``, with the domain ids of the training data."""
     if shard.X is None:
@@ -140,7 +142,7 @@ def load_aligned_rows(comm, paths: Sequence[str], shard: Shard, dedicated_coordi
     return extra.X, ids[extra.domain].astype(np.int32)
 
 
-def _check_weighted_classes(comm, shard) -> None:
+def _check_weighted_classes(comm: Comm, shard: Shard) -> None:
     """Collective: a classifier's weighted rows must hold two classes (CollectiveError otherwise): rows of weight
     0 do not count, as in LightGBM and scikit-learn."""
     from .._ext import _exact

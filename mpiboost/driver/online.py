@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from typing import Optional
+from typing import Optional, TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from ..errors import CollectiveError, InputError
 from ..online import ONLINE, driver, learners, source
 from ..online.model import OnlineModel
 from ..online.options import resolve as resolve_stream
+
+if TYPE_CHECKING:  # annotations only
+    from ..comm import Comm
 
 REPORTS = 100  # --metrics records over the stream (and the progress bar's refreshes)
 PRIMITIVES = ("block_labels", "signal_check")  # what the stream exchanges (bytes summed over the ranks)
@@ -83,7 +86,7 @@ class _PredictionWriter:
                              self.names[guess].tolist(), self.names[best].tolist()))
 
 
-def _stream(comm, opts, info, state, order, allgather, out, bar, records, every) -> Optional[str]:
+def _stream(comm: Comm, opts, info, state, order, allgather, out, bar, records, every) -> Optional[str]:
     """The prequential pass over the stream's blocks, with the progress records and predictions.
 
     Returns the signal (SIGTERM, SIGUSR1) that stopped the pass after a block, agreed by every rank, or None.
@@ -115,7 +118,7 @@ def _stream(comm, opts, info, state, order, allgather, out, bar, records, every)
                     bar.update(c.n - bar.bar.n, c.right / c.n)
 
 
-def _exchange(comm):
+def _exchange(comm: Comm):
     """The block's labels joined over the ranks (bytes counted as ``block_labels``)."""
     def allgather(flat: np.ndarray) -> np.ndarray:
         with comm.primitive("block_labels"):
@@ -124,7 +127,7 @@ def _exchange(comm):
     return allgather
 
 
-def stream(comm, algo: str, params: dict, data, opts: dict, seed: int = 0, *, predictions: Optional[str] = None,
+def stream(comm: Comm, algo: str, params: dict, data, opts: dict, seed: int = 0, *, predictions: Optional[str] = None,
            progress: Optional[bool] = False, model_path: Optional[str] = None):
     """Collective: one prequential pass of online booster ``algo`` over ``data``; ``(model, summary, records)``.
 
@@ -237,7 +240,7 @@ class Stream:
     in batches is the same pass as one :func:`stream` over them.
     """
 
-    def __init__(self, comm, algo: str, params: dict, opts: dict, seed: int, classes: list, values: list,
+    def __init__(self, comm: Comm, algo: str, params: dict, opts: dict, seed: int, classes: list, values: list,
                  learner: dict, feature_names=None, booster_state=None, learner_state=None, counts=None) -> None:
         self.comm, self.algo, self.opts, self.seed = comm, algo, opts, int(seed)
         self.classes, self.values, self.learner, self.feature_names = list(classes), list(values), learner, \
@@ -259,7 +262,7 @@ class Stream:
         self.allgather = _exchange(comm) if comm.size > 1 else None
 
     @classmethod
-    def from_model(cls, comm, model: OnlineModel, opts: dict, counts=None) -> "Stream":
+    def from_model(cls, comm: Comm, model: OnlineModel, opts: dict, counts=None) -> "Stream":
         """The stream that continues where ``model`` ended (its learners and booster state, at position ``n``).
 
         ``counts``: the pass's :class:`mpiboost.online.driver.StreamCounts`; by default rebuilt from the

@@ -13,9 +13,10 @@ from ..errors import CollectiveError
 
 if TYPE_CHECKING:  # annotations only
     from ..model import Model
+    from ..comm import Comm
 
 
-def run_record(comm, data: Sequence, seed: int) -> dict:
+def run_record(comm: Comm, data: Sequence, seed: int) -> dict:
     """Collective: what a checkpoint of this run records (seed, fingerprint of the training files)."""
     from ..data.fingerprint import fingerprint
     from ..data.format import inspect

@@ -12,6 +12,7 @@ from .validation import _valid_error
 if TYPE_CHECKING:  # annotations only
     from ..boost.base import Algorithm
     from ..model import Model
+    from ..protocol import Protocol
 
 
 # ---------------------------------------------------------------- resuming
@@ -60,7 +61,7 @@ def check_resume_params(ckpt: Model, algo: Algorithm) -> None:
         raise CollectiveError("checkpoint parameters differ from this run's: " + shown)
 
 
-def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard, proto,
+def replay(algo: Algorithm, resume: Optional[Model], rounds: int, scorer, vshard, proto: Protocol,
            history: Optional[list] = None, replayed: Optional[dict] = None) -> int:
     """Collective: re-apply a checkpoint's rounds (``apply`` only); the number of rounds done.
 

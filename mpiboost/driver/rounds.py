@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # annotations only
     from ..model import Scorer
     from ..protocol import Protocol
     from .inputs import Inputs
+    from ..comm import Comm
+    from ..protocol import Protocol
 
 
 def setup(algo: Algorithm, inputs: Inputs, proto: Protocol, seed: int) -> Optional[Scorer]:
@@ -71,7 +73,7 @@ def round_metrics(t: int, h: Hypothesis, out: dict, n_train: int, verr: Optional
     return metrics
 
 
-def run_rounds(comm, algo: Algorithm, inputs: Inputs, scorer, proto, done: int, rounds: int,
+def run_rounds(comm: Comm, algo: Algorithm, inputs: Inputs, scorer, proto: Protocol, done: int, rounds: int,
                callbacks: Sequence[Callback], run: Optional[dict] = None,
                valid_history: Sequence[float] = ()) -> tuple[str, dict, dict]:
     """Collective: rounds ``done + 1 .. rounds``; (stop reason, last round's metrics, seconds per phase)."""

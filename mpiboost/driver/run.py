@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # annotations only
     from ..boost.base import Algorithm
     from ..callbacks import BestRound, Callback
     from ..model import Model
+    from ..comm import Comm
 
 
 @dataclass
@@ -54,7 +55,7 @@ class RunOutcome:
     sent_before: int
 
 
-def run_once(comm, algorithm: str, params: dict, rounds: int, inputs: Inputs, seed: int, *,
+def run_once(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs, seed: int, *,
              callbacks: Sequence[Callback] = (), run: Optional[dict] = None, resume: Optional[Model] = None,
              chooser: Optional[BestRound] = None, info: Optional[dict] = None) -> RunOutcome:
     """Collective: one training run of ``algorithm`` on loaded ``inputs``.

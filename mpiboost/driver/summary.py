@@ -10,6 +10,9 @@ if TYPE_CHECKING:  # annotations only
     from ..boost.base import Algorithm
     from ..model import Model
     from .inputs import Inputs
+    from ..comm import Comm
+    from ..protocol import Protocol
+    from ..data.load import Shard
 
 
 def peak_rss_bytes() -> int:
@@ -22,8 +25,8 @@ def peak_rss_bytes() -> int:
 
 
 # ----------------------------------------------------------------- summary
-def summarize(comm, proto, algo: Algorithm, model: Model, inputs: Inputs, *, stop_reason: str, last: dict,
-              phase: dict, threads: int, seconds: dict, sent_before: int) -> dict:
+def summarize(comm: Comm, proto: Protocol, algo: Algorithm, model: Model, inputs: Inputs, *, stop_reason: str,
+              last: dict, phase: dict, threads: int, seconds: dict, sent_before: int) -> dict:
     """Collective: the run's summary (rows, rounds, errors, time per phase, bytes, memory)."""
     shard = inputs.shard
     totals = comm.bytes.totals()
@@ -66,7 +69,7 @@ def metric_of(model: Model) -> str:
     return REGRESSION[model.params["objective"]].metric
 
 
-def chance_warning(train_error: Optional[float], shard, algo: Algorithm, model: Model) -> Optional[str]:
+def chance_warning(train_error: Optional[float], shard: Shard, algo: Algorithm, model: Model) -> Optional[str]:
     """A message when the model is no better on its own training rows than a coin (error 1 - 1/K) or
     than predicting the majority class, whichever is lower (within two standard errors); None otherwise (or for an empty model,
     which has its own message)."""

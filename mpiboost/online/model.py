@@ -25,7 +25,8 @@ from . import learners
 from ..atomic import write_bytes
 from ..data import labels as lab
 from ..errors import InputError
-from ..h5read import open_read
+from ..h5read import open_checked
+from ..model_base import ModelBase
 
 KIND = "online"
 FORMAT = 1
@@ -33,7 +34,7 @@ MAX_ARRAY_ELEMENTS = 1 << 31  # a learners' array bigger than this (16 GiB) is n
 
 
 @dataclass
-class OnlineModel:
+class OnlineModel(ModelBase):
     """A trained online booster."""
 
     algorithm: str
@@ -48,10 +49,6 @@ class OnlineModel:
     output = "argmax"
     needs_raw = True
     kind = KIND
-
-    @property
-    def n_classes(self) -> int:
-        return len(self.classes)
 
     @property
     def n_features(self) -> int:
@@ -97,12 +94,6 @@ class OnlineModel:
         return out
 
     @property
-    def feature_names_in_(self) -> np.ndarray:
-        """The features' names (``x0``, ``x1``, ... where the data named none)."""
-        names = self.feature_names or [f"x{j}" for j in range(self.n_features)]
-        return np.asarray(names, dtype=object)
-
-    @property
     def feature_importances_(self):
         raise AttributeError("an online booster's naive-Bayes learners use every feature: no split importances")
 
@@ -128,9 +119,6 @@ class OnlineModel:
     def index_of(self, D: np.ndarray) -> np.ndarray:
         """The predicted class of every row of D: its argmax, the lowest of equal classes."""
         return np.argmax(D, axis=1).astype(np.int32)
-
-    def labels_of(self, index: np.ndarray) -> np.ndarray:
-        return lab.as_array(self.classes)[index]
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model as HDF5, atomically (built in memory, then a temporary file renamed)."""
@@ -218,18 +206,14 @@ def load_any(path: str | os.PathLike):
     """A model file of either kind: a stump ensemble (:class:`mpiboost.model.Model`) or an :class:`OnlineModel`."""
     import h5py
 
-    from ..model import Model, _read_header
+    from ..model import Model
+    from ..model_file import read_header
 
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        return Model.load(path)  # its own message: no such file / not a regular file
-    try:
-        f = open_read(path)
-    except (OSError, RuntimeError, ValueError) as exc:
-        raise InputError(f"{path}: not a readable HDF5 model file ({exc})") from None
+    f = open_checked(path, "HDF5 model file")
     try:
         with f:
-            header = _read_header(f, path) if "header" in f.attrs else {}
+            header = read_header(f, path) if "header" in f.attrs else {}
             if header.get("kind") == KIND:
                 return OnlineModel.read(f, header, path)
     except InputError:
@@ -240,6 +224,6 @@ def load_any(path: str | os.PathLike):
 
 
 def _plain(obj: Any) -> Any:
-    from ..model import _plain as plain
+    from ..model_file import _plain as plain
 
     return plain(obj)

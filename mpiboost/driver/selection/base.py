@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # annotations only
     from ...callbacks import BestRound, Callback
     from ...model import Model
     from ..inputs import Inputs
+    from ...comm import Comm
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Selection(Protocol):
         """One line for the run's output (None: nothing to say)."""
 
 
-def candidate(comm, algorithm: str, params: dict, rounds: int, inputs: Inputs, seed: int,
+def candidate(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs, seed: int,
               chooser: Optional[BestRound] = None, *, phase: str, step: int = 0, steps: int = 0,
               callbacks: Sequence[Callback] = (), label: str = "") -> Algorithm:
     """Collective: one candidate training of a selection; the trained algorithm (``.finish()``: its model).

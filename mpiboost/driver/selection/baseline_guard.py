@@ -24,7 +24,7 @@ The cost: one training per baseline, on the training rows, before the run (the s
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from ..inputs import Inputs
 from ..record import selection_record
 from .base import Context, Plan, candidate
 from .paired import SWITCH_SE, count, paired_auc, paired_gain, scores, switches
+
+if TYPE_CHECKING:  # annotations only
+    from ...comm import Comm
 
 CHOICES = BASELINE_GUARD_CHOICES
 
@@ -60,7 +63,7 @@ def strategy_run(chosen: str, algorithm: str, params: dict) -> tuple[str, dict]:
     return (algorithm, dict(params)) if chosen == "algorithm" else baseline_run(algorithm, params, chosen)
 
 
-def choose(comm, algorithm: str, params: dict, rounds: int, inputs: Inputs, seed: int, *,
+def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs, seed: int, *,
            rounds_chosen: bool, patience: Optional[int], callbacks=()) -> dict:
     """Collective: the algorithm or one of its baselines, by their scores on the validation rows.
 

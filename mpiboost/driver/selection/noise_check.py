@@ -42,7 +42,7 @@ The driver runs it as a selection (:class:`NoiseCheck`); the algorithm knows not
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, TYPE_CHECKING
 
 import numpy as np
 
@@ -54,6 +54,9 @@ from ..inputs import Inputs
 from ..record import selection_record
 from .base import Context, Plan, candidate
 from .paired import SWITCH_SE, count, paired_gain, row_outcomes, switches
+
+if TYPE_CHECKING:  # annotations only
+    from ...comm import Comm
 
 CHOICES = NOISE_CHECK
 BASELINE = "adaboost"
@@ -89,7 +92,7 @@ def skipped(params: dict, auto: dict) -> Optional[str]:
     return None
 
 
-def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, callbacks=()) -> dict:
+def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, callbacks=()) -> dict:
     """Collective: SmoothBoost or AdaBoost, by their errors on held-out rows; the record kept in the model's info.
 
     Parameters

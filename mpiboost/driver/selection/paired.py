@@ -9,9 +9,13 @@ selection. All sums are exact integers, so every rank, on any number of ranks, c
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Optional, TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # annotations only
+    from ...comm import Comm
+    from ...data.load import Shard
 
 # An alternative replaces the incumbent when its held-out gain exceeds this many standard errors of the paired
 # per-row differences: a preference for the incumbent that matters at 10-20 held-out rows, where a gain of one
@@ -20,7 +24,8 @@ import numpy as np
 SWITCH_SE = 1.0
 
 
-def row_outcomes(model, shard, rows: np.ndarray, cols: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
+def row_outcomes(model, shard: Shard, rows: np.ndarray,
+                 cols: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
     """(wrong 0/1, normalized margin ``y f(x) / sum |coef|``) of a binary ``model`` on this rank's ``rows``.
 
     ``cols``: those rows in the model's bins when they are not the shard's (a model of rows binned apart).
@@ -35,7 +40,7 @@ def row_outcomes(model, shard, rows: np.ndarray, cols: Optional[np.ndarray] = No
     return wrong, y * score / scale
 
 
-def paired_gain(comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int) -> dict:
+def paired_gain(comm: Comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int) -> dict:
     """Collective: the paired comparison of ``wrong`` against ``base_wrong`` on the same held-out rows.
 
     ``base_wrong`` and ``wrong`` are this rank's 0/1 errors of two models on the same held-out rows; ``n`` the
@@ -63,7 +68,7 @@ def gain_and_se(total: int, squares: int, n: int) -> tuple[float, float]:
     return gain, math.sqrt(var / n)
 
 
-def scores(model, shard) -> np.ndarray:
+def scores(model, shard: Shard) -> np.ndarray:
     """``model``'s scores of this rank's rows of ``shard`` (its raw rows for a domain classifier, its tasks for a
     task model)."""
     if not shard.n_local:
@@ -109,7 +114,7 @@ def auc_difference(y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, 
     return total / k, math.sqrt(var) / k
 
 
-def paired_auc(comm, y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, other: np.ndarray
+def paired_auc(comm: Comm, y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, other: np.ndarray
                ) -> tuple[float, float]:
     """Collective: :func:`auc_difference` of every rank's rows (the center gathers them in the global row
     order, computes, and sends the two numbers): the same on any number of ranks."""
@@ -129,7 +134,7 @@ def switches(gain: float, se: float) -> bool:
     return gain > 0 and gain > SWITCH_SE * se
 
 
-def count(comm, values: np.ndarray) -> int:
+def count(comm: Comm, values: np.ndarray) -> int:
     """Collective: the sum of this rank's integer ``values`` over every rank."""
     return int(comm.allreduce_int(np.array([int(np.sum(values))], dtype=np.int64))[0])
 

@@ -15,9 +15,10 @@ from .base import Context, Plan, candidate
 if TYPE_CHECKING:  # annotations only
     from ...callbacks import Callback
     from ..inputs import Inputs
+    from ...comm import Comm
 
 
-def search(comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int, inputs: Inputs, seed: int,
+def search(comm: Comm, algorithm: str, params: Optional[dict], auto: dict, rounds: int, inputs: Inputs, seed: int,
            patience: Optional[int], callbacks: Sequence[Callback] = ()) -> dict:
     """Collective: the grid of the ``auto`` parameters tried on validation data; the choice and every result.
 

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Optional
+from typing import Optional, TYPE_CHECKING
 
 import numpy as np
 
@@ -78,6 +78,10 @@ from ..inputs import Inputs
 from ..record import selection_record
 from .base import Context, Plan, candidate
 from .paired import SWITCH_SE, count, paired_gain, row_outcomes, switches
+
+if TYPE_CHECKING:  # annotations only
+    from ...comm import Comm
+    from ...data.load import Shard
 
 STRATEGIES = CHOICES[1:]  # ("algorithm", "pooled", "target"); CHOICES[0] is "cv"
 BASELINE = "adaboost"  # what "pooled" and "target" train
@@ -137,7 +141,7 @@ def strategy_run(strategy: str, algorithm: str, params: dict, target: int, n_tar
     return BASELINE, out
 
 
-def target_folds(shard, target: int, k: int, seed: int, comm) -> np.ndarray:
+def target_folds(shard: Shard, target: int, k: int, seed: int, comm: Comm) -> np.ndarray:
     """Collective: the fold (0..k-1) of each of this rank's target rows, -1 for every other row.
 
     Each class's target rows are numbered in the global row order (an exclusive
@@ -163,7 +167,7 @@ def target_folds(shard, target: int, k: int, seed: int, comm) -> np.ndarray:
     return fold
 
 
-def own_bins(comm, shard, keep: np.ndarray, seed: int = 0):
+def own_bins(comm: Comm, shard: Shard, keep: np.ndarray, seed: int = 0):
     """Collective: the rows ``keep`` of every rank alone, binned by bins of their own.
 
     A model of a few target rows binned by the edges of every source row would
@@ -188,7 +192,7 @@ def own_bins(comm, shard, keep: np.ndarray, seed: int = 0):
     return part
 
 
-def _raw_rows(shard, keep: np.ndarray) -> np.ndarray:
+def _raw_rows(shard: Shard, keep: np.ndarray) -> np.ndarray:
     """This rank's rows ``keep``, their raw values read again from the files (``(m, d)``, the files' dtype)."""
     dtype = np.result_type(*[f.x_dtype for f in shard.files])
     out = np.empty((int(keep.sum()), shard.files[0].d), dtype=dtype)
@@ -201,7 +205,7 @@ def _raw_rows(shard, keep: np.ndarray) -> np.ndarray:
     return out
 
 
-def rebin(shard, rows: np.ndarray, bins) -> np.ndarray:
+def rebin(shard: Shard, rows: np.ndarray, bins) -> np.ndarray:
     """The binned columns ``(d, m)`` of this rank's ``rows`` (ascending) of ``shard``, in ``bins``."""
     keep = np.zeros(shard.n_local, dtype=bool)
     keep[rows] = True
@@ -211,7 +215,7 @@ def rebin(shard, rows: np.ndarray, bins) -> np.ndarray:
     return out
 
 
-def target_only(comm, inputs, target: int, seed: int):
+def target_only(comm: Comm, inputs, target: int, seed: int):
     """Collective: the training inputs of the target rows alone (:func:`own_bins`), the validation rows
     binned as they are."""
     part = own_bins(comm, inputs.shard, inputs.shard.domain == target, seed)
@@ -221,7 +225,7 @@ def target_only(comm, inputs, target: int, seed: int):
     return Inputs(part, valid, inputs.seconds, inputs.valid_metric)
 
 
-def source_screen(comm, params: dict, rounds: int, inputs, seed: int, target: int, n_target: int,
+def source_screen(comm: Comm, params: dict, rounds: int, inputs, seed: int, target: int, n_target: int,
                   callbacks=()) -> dict:
     """Collective: each source alone, and with two or more sources all of them together, scored on every
     target row; source index (``"sources"`` for all of them) -> its target errors.
@@ -295,7 +299,7 @@ def carries_over(stats: dict, n_target: int, candidates: int = 1) -> bool:
     return margin_t(stats, n) > float(student.ppf(1.0 - level, n - 1))
 
 
-def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
+def held_out(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
              fold: np.ndarray, k: int, n_target: int, callbacks=()) -> dict:
     """Collective: each strategy's outcome on each of this rank's target rows when that row's fold was held out.
 
@@ -324,7 +328,7 @@ def held_out(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int,
     return out
 
 
-def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
+def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
            folds: int, callbacks=()) -> dict:
     """Collective: the k-fold choice of how to use the sources; the record kept in the model's info.
 
@@ -396,7 +400,7 @@ def choose(comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, t
             "tried": tried}
 
 
-def target_class_counts(comm, shard, target: int) -> np.ndarray:
+def target_class_counts(comm: Comm, shard: Shard, target: int) -> np.ndarray:
     """Collective: the global count of each class among the target rows."""
     K = max(int(shard.n_classes), 2)
     local = np.bincount(class_index(shard.y[shard.domain == target]), minlength=K).astype(np.int64)
