@@ -4,6 +4,7 @@ columns with missing values, and categorical columns written one-hot."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import re
@@ -736,41 +737,107 @@ def _collect_categories(
     return collector.result()
 
 
-def convert_csv(
-    path: PathLike,
-    out: PathLike,
-    *,
-    header: bool = True,
-    delimiter: Optional[str] = ",",
-    label_column: Optional[ColumnSpec] = None,
-    domain_column: Optional[ColumnSpec] = None,
-    positive_label: Optional[str] = None,
-    n_features: Optional[int] = None,
-    dtype: str = "float32",
-    compression: Optional[str] = None,
-    limit: Optional[int] = None,
-    names: Union[None, str, Sequence[str]] = None,
-    skip_lines: int = 0,
-    comment_char: Optional[str] = None,
-    label_strip: Optional[str] = None,
-    categorical: Union[None, str, Sequence[ColumnSpec]] = None,
-    categories_from: Optional[Sequence[PathLike]] = None,
-    categories_in: Optional[PathLike] = None,
-    categories_out: Optional[PathLike] = None,
-    unknown_category: str = "zero",
-    max_categories: int = MAX_CATEGORIES,
-    domain_map: Optional[str] = None,
-    keep_domain_feature: bool = False,
-    drop_columns: Union[None, str, Sequence[ColumnSpec]] = None,
-    no_label: bool = False,
-    task: str = "auto",
-    encoding: Optional[str] = None,
-    categories: Optional[dict] = None,
-    feature_order: Optional[Sequence[str]] = None,
-    parser: str = "auto",
-    weight_column: Optional[ColumnSpec] = None,
-    categorical_encoding: str = "onehot",
-) -> ConvertResult:
+@dataclass
+class CsvOptions:
+    """How :func:`convert_csv` reads a delimited text file and what it writes (its keyword arguments, documented
+    there): one object, checked once (:meth:`check`), that the conversion's steps share."""
+
+    header: bool = True
+    delimiter: Optional[str] = ","
+    label_column: Optional[ColumnSpec] = None
+    domain_column: Optional[ColumnSpec] = None
+    positive_label: Optional[str] = None
+    n_features: Optional[int] = None
+    dtype: str = "float32"
+    compression: Optional[str] = None
+    limit: Optional[int] = None
+    names: Union[None, str, Sequence[str]] = None
+    skip_lines: int = 0
+    comment_char: Optional[str] = None
+    label_strip: Optional[str] = None
+    categorical: Union[None, str, Sequence[ColumnSpec]] = None
+    categories_from: Optional[Sequence[PathLike]] = None
+    categories_in: Optional[PathLike] = None
+    categories_out: Optional[PathLike] = None
+    unknown_category: str = "zero"
+    max_categories: int = MAX_CATEGORIES
+    domain_map: Optional[str] = None
+    keep_domain_feature: bool = False
+    drop_columns: Union[None, str, Sequence[ColumnSpec]] = None
+    no_label: bool = False
+    task: str = "auto"
+    encoding: Optional[str] = None
+    categories: Optional[dict] = None
+    feature_order: Optional[Sequence[str]] = None
+    parser: str = "auto"
+    weight_column: Optional[ColumnSpec] = None
+    categorical_encoding: str = "onehot"
+
+    def check(self, path: PathLike, out: PathLike) -> "_Resolved":
+        """The options checked against each other (InputError naming the option), before the file is read;
+        what they resolve to."""
+        _check_common(path, out, self.limit)
+        if self.parser not in ("auto", "python", "arrow"):
+            raise InputError(f"the CSV parser must be auto or python, not {self.parser!r}")
+        skip = 0 if self.skip_lines is None else self.skip_lines
+        if skip < 0:
+            raise InputError(f"--skip-lines must be at least 0, got {skip}")
+        if self.comment_char is not None and not self.comment_char.strip():
+            raise InputError("--comment-char must be a non-blank character")
+        if self.categorical_encoding not in ("onehot", "native"):
+            raise InputError(f"--categorical-encoding must be onehot or native, not {self.categorical_encoding!r}")
+        if self.unknown_category not in UNKNOWN_POLICIES:
+            raise InputError(f"--unknown-category must be one of {', '.join(UNKNOWN_POLICIES)}, not "
+                             f"{self.unknown_category!r}")
+        if self.max_categories < 1:
+            raise InputError(f"--max-categories must be at least 1, got {self.max_categories}")
+        if self.domain_column is None and (self.domain_map is not None or self.keep_domain_feature):
+            option = "--domain-map" if self.domain_map is not None else "--keep-domain-feature"
+            raise InputError(f"{option} needs --domain-column")
+        if isinstance(self.categorical, str) and self.categorical.strip() == "auto":
+            cat_spec: Union[None, str, list[str]] = "auto"
+        else:
+            cat_spec = _split_list(self.categorical, "--categorical")
+        if self.categories_from and self.categories_in is not None:
+            raise InputError("--categories-from and --categories-in both give the categories; use one")
+        if self.categories_from and cat_spec is None:
+            raise InputError("--categories-from needs --categorical (the columns to collect categories of)")
+        if self.categories_out is not None and cat_spec is None and self.categories_in is None:
+            raise InputError("--categories-out needs --categorical or --categories-in")
+        _check_side_out(self.categories_out, "--categories-out", out, [path, *(self.categories_from or [])])
+        if self.task not in TASKS:
+            raise InputError(f"--task must be one of {', '.join(TASKS)}, not {self.task!r}")
+        if self.no_label and (self.label_column is not None or self.positive_label is not None
+                              or self.label_strip is not None):
+            given = [o for o, v in (("--label-column", self.label_column), ("--positive-label", self.positive_label),
+                                    ("--label-strip", self.label_strip)) if v is not None]
+            raise InputError(f"{', '.join(given)}: not with --no-label (the file has no label column)")
+        if self.task == "regression" and self.positive_label is not None:
+            raise InputError("--positive-label makes binary classes; not with --task regression (numeric targets)")
+        delim = _parse_delimiter(self.delimiter) if self.delimiter is not None else None
+        given_names = _split_list(self.names, "--names")
+        return _Resolved(
+            delim=delim, given_names=given_names, skip_lines=skip, cat_spec=cat_spec,
+            drop_spec=_split_list(self.drop_columns, "--drop-columns"),
+            dmap=_DomainMap(self.domain_map) if self.domain_map is not None else None,
+            read=_ReadOptions(delim, self.header, given_names, skip, self.comment_char,
+                              self.encoding or "utf-8-sig"))
+
+
+@dataclass
+class _Resolved:
+    """What the checked options resolve to: the delimiter, the names, the column lists, the domain map."""
+
+    delim: Optional[str]
+    given_names: Optional[list]
+    skip_lines: int
+    cat_spec: Union[None, str, list]
+    drop_spec: Optional[list]
+    dmap: Optional[_DomainMap]
+    read: _ReadOptions
+
+
+def convert_csv(path: PathLike, out: PathLike, **options) -> ConvertResult:
     """Convert a delimited text file (one row per record) to an HDF5 data file.
 
     ``weight_column``: a column of sample weights (finite numbers >= 0), written as the ``weight`` dataset
@@ -876,186 +943,183 @@ def convert_csv(
     InputError
         ``FILE:LINE: reason`` for invalid input; no output file is left behind.
     """
-    call = dict(locals())  # to start again with our parser (below)
-    t0 = time.perf_counter()
-    x_dtype = np.dtype(dtype)
-    _check_common(path, out, limit)
-    if parser not in ("auto", "python", "arrow"):
-        raise InputError(f"the CSV parser must be auto or python, not {parser!r}")
-    if parser == "auto":
-        if arrowcsv.usable(path, _parse_delimiter(delimiter) if delimiter is not None else None, comment_char,
-                           encoding):
+    o = CsvOptions(**options)
+    if o.parser == "auto":
+        if arrowcsv.usable(path, _parse_delimiter(o.delimiter) if o.delimiter is not None else None,
+                           o.comment_char, o.encoding):
             try:
-                result = convert_csv(**{**call, "parser": "arrow"})
+                result = _convert(path, out, dataclasses.replace(o, parser="arrow"))
                 arrowcsv.last_reader = "pyarrow"
                 return result
             except arrowcsv.Fallback:  # nothing was written; warnings and messages come from the run below
                 pass
         arrowcsv.last_reader = "mpiboost"
-        return convert_csv(**{**call, "parser": "python"})
-    delim = _parse_delimiter(delimiter) if delimiter is not None else None
-    name = os.fspath(path)
-    given_names = _split_list(names, "--names")
-    if skip_lines is None:
-        skip_lines = 0
-    if skip_lines < 0:
-        raise InputError(f"--skip-lines must be at least 0, got {skip_lines}")
-    if comment_char is not None and not comment_char.strip():
-        raise InputError("--comment-char must be a non-blank character")
-    if categorical_encoding not in ("onehot", "native"):
-        raise InputError(f"--categorical-encoding must be onehot or native, not {categorical_encoding!r}")
-    if unknown_category not in UNKNOWN_POLICIES:
-        raise InputError(f"--unknown-category must be one of {', '.join(UNKNOWN_POLICIES)}, not {unknown_category!r}")
-    if max_categories < 1:
-        raise InputError(f"--max-categories must be at least 1, got {max_categories}")
-    if domain_column is None and (domain_map is not None or keep_domain_feature):
-        option = "--domain-map" if domain_map is not None else "--keep-domain-feature"
-        raise InputError(f"{option} needs --domain-column")
-    if isinstance(categorical, str) and categorical.strip() == "auto":
-        cat_spec: Union[None, str, list[str]] = "auto"
-    else:
-        cat_spec = _split_list(categorical, "--categorical")
-    if categories_from and categories_in is not None:
-        raise InputError("--categories-from and --categories-in both give the categories; use one")
-    if categories_from and cat_spec is None:
-        raise InputError("--categories-from needs --categorical (the columns to collect categories of)")
-    if categories_out is not None and cat_spec is None and categories_in is None:
-        raise InputError("--categories-out needs --categorical or --categories-in")
-    _check_side_out(categories_out, "--categories-out", out, [path, *(categories_from or [])])
-    if task not in TASKS:
-        raise InputError(f"--task must be one of {', '.join(TASKS)}, not {task!r}")
-    if no_label and (label_column is not None or positive_label is not None or label_strip is not None):
-        given = [o for o, v in (("--label-column", label_column), ("--positive-label", positive_label),
-                                ("--label-strip", label_strip)) if v is not None]
-        raise InputError(f"{', '.join(given)}: not with --no-label (the file has no label column)")
-    dmap = _DomainMap(domain_map) if domain_map is not None else None
-    opts = _ReadOptions(delim, header, given_names, skip_lines, comment_char, encoding or "utf-8-sig")
-    drop_spec = _split_list(drop_columns, "--drop-columns")
-    if task == "regression" and positive_label is not None:
-        raise InputError("--positive-label makes binary classes; not with --task regression (numeric targets)")
-    if task == "regression":
-        labels, counts = _TargetMap(label_strip), _TargetCounts()
-    else:
-        labels = _LabelMap(positive_label, numeric=False, strip=label_strip, hint=CAP_HINT)
-        counts = _Counts(labels.deferred)
-    dcounts = _DomainCounts()
+        return _convert(path, out, dataclasses.replace(o, parser="python"))
+    return _convert(path, out, o)
 
-    cats: dict[str, list[str]] = {}
-    cats_source: Optional[str] = None
-    if categories is not None:
-        cats = {str(k): [str(v) for v in vals] for k, vals in categories.items()}
-        cats_source = "the recipe"
-    elif categories_in is not None:
-        cats = read_categories(categories_in)
-        cats_source = os.fspath(categories_in)
-    elif cat_spec is not None:
-        sources = list(categories_from) if categories_from else [path]
-        for s in sources:
-            if os.path.exists(s) and os.path.exists(out) and os.path.samefile(s, out):
-                raise InputError(f"{os.fspath(out)}: the output file is a --categories-from file")
-        cats = _collect_categories(
-            sources, opts, cat_spec, label_column, domain_column, keep_domain_feature, max_categories,
-            limit if not categories_from else None, drop_spec, no_label, arrow=parser == "arrow",
-        )
-        if categories_from:
-            cats_source = ", ".join(os.fspath(s) for s in categories_from)
 
-    with opts.source(path) as src:
-        t = opts.open(src)
-        label, domain, features = _feature_columns(t, label_column, domain_column, keep_domain_feature, drop_spec,
-                                                   no_label)
-        dropped = _dropped_columns(t, drop_spec, label, domain)
-        wcol = None
-        if weight_column is not None:
-            wcol = t.resolve(weight_column, "--weight-column")
-            if wcol in (label, domain) or wcol in dropped:
-                raise InputError(f"{t.where}: --weight-column {weight_column!r} is the label, the domain or a "
-                                 "dropped column")
-            features = [c for c in features if c != wcol]
-        default_warning = _default_label(t, label_column, no_label)
-        categorical_cols: dict[int, tuple[str, list[str]]] = {}
-        what = f"from {cats_source}" if cats_source else "categorical"
-        for key, values in cats.items():
-            c = t.find_key(key, what)
-            if c == label:
-                raise InputError(f"{t.where}: categorical column '{key}' ({what}) is the label column")
-            if c == wcol:
-                raise InputError(f"{t.where}: categorical column '{key}' ({what}) is the weight column")
-            if c in dropped:
-                raise InputError(f"{t.where}: categorical column '{key}' ({what}) is dropped (--drop-columns)")
-            if c == domain and not keep_domain_feature:
-                raise InputError(
-                    f"{t.where}: categorical column '{key}' ({what}) is the domain column, which is not a feature "
-                    "(give --keep-domain-feature to keep it as one)"
-                )
-            categorical_cols[c] = (key, values)
-        if categories_in is not None and cat_spec not in (None, "auto"):
-            listed = set(_categorical_columns(t, cat_spec, label, domain, keep_domain_feature, dropped).values())
-            if listed != set(categorical_cols):
-                raise InputError(
-                    f"{t.where}: --categorical lists {', '.join(sorted(t.label(c) for c in listed))}, but "
-                    f"{cats_source} has {', '.join(sorted(t.label(c) for c in categorical_cols)) or 'no columns'}"
-                )
-        columns = [t.label(c) for c in range(t.ncols)]
-        if not features:
-            hint = "; is --delimiter right?" if t.ncols == 1 else ""
+def _label_maps(o: CsvOptions):
+    """The label map and the counts of the labels (class counts, or a regression's target summary)."""
+    if o.task == "regression":
+        return _TargetMap(o.label_strip), _TargetCounts()
+    labels = _LabelMap(o.positive_label, numeric=False, strip=o.label_strip, hint=CAP_HINT)
+    return labels, _Counts(labels.deferred)
+
+
+def _categories(path: PathLike, out: PathLike, o: CsvOptions, r: _Resolved) -> tuple[dict, Optional[str]]:
+    """The categorical columns' categories (given, read from a categories file or collected from the data), and
+    where they come from (None: this file)."""
+    if o.categories is not None:
+        return {str(k): [str(v) for v in vals] for k, vals in o.categories.items()}, "the recipe"
+    if o.categories_in is not None:
+        return read_categories(o.categories_in), os.fspath(o.categories_in)
+    if r.cat_spec is None:
+        return {}, None
+    sources = list(o.categories_from) if o.categories_from else [path]
+    for s in sources:
+        if os.path.exists(s) and os.path.exists(out) and os.path.samefile(s, out):
+            raise InputError(f"{os.fspath(out)}: the output file is a --categories-from file")
+    cats = _collect_categories(
+        sources, r.read, r.cat_spec, o.label_column, o.domain_column, o.keep_domain_feature, o.max_categories,
+        o.limit if not o.categories_from else None, r.drop_spec, o.no_label, arrow=o.parser == "arrow",
+    )
+    return cats, (", ".join(os.fspath(s) for s in o.categories_from) if o.categories_from else None)
+
+
+@dataclass
+class _Columns:
+    """The roles of the file's columns: label, domain, weight, features, dropped ones, categorical ones."""
+
+    label: Optional[int]
+    domain: Optional[int]
+    weight: Optional[int]
+    features: list
+    dropped: set
+    categorical: dict  # column -> (its key, its categories)
+
+
+def _columns(t: _Table, o: CsvOptions, r: _Resolved, cats: dict, cats_source: Optional[str]) -> _Columns:
+    """Each column's role, checked against the others (InputError naming the file and the column)."""
+    label, domain, features = _feature_columns(t, o.label_column, o.domain_column, o.keep_domain_feature,
+                                               r.drop_spec, o.no_label)
+    dropped = _dropped_columns(t, r.drop_spec, label, domain)
+    wcol = None
+    if o.weight_column is not None:
+        wcol = t.resolve(o.weight_column, "--weight-column")
+        if wcol in (label, domain) or wcol in dropped:
+            raise InputError(f"{t.where}: --weight-column {o.weight_column!r} is the label, the domain or a "
+                             "dropped column")
+        features = [c for c in features if c != wcol]
+    categorical_cols: dict[int, tuple[str, list[str]]] = {}
+    what = f"from {cats_source}" if cats_source else "categorical"
+    for key, values in cats.items():
+        c = t.find_key(key, what)
+        if c == label:
+            raise InputError(f"{t.where}: categorical column '{key}' ({what}) is the label column")
+        if c == wcol:
+            raise InputError(f"{t.where}: categorical column '{key}' ({what}) is the weight column")
+        if c in dropped:
+            raise InputError(f"{t.where}: categorical column '{key}' ({what}) is dropped (--drop-columns)")
+        if c == domain and not o.keep_domain_feature:
             raise InputError(
-                f"{t.where}: no feature columns (the file has {t.ncols} column{'s' * (t.ncols != 1)}{hint})"
+                f"{t.where}: categorical column '{key}' ({what}) is the domain column, which is not a feature "
+                "(give --keep-domain-feature to keep it as one)"
             )
+        categorical_cols[c] = (key, values)
+    if o.categories_in is not None and r.cat_spec not in (None, "auto"):
+        listed = set(_categorical_columns(t, r.cat_spec, label, domain, o.keep_domain_feature, dropped).values())
+        if listed != set(categorical_cols):
+            raise InputError(
+                f"{t.where}: --categorical lists {', '.join(sorted(t.label(c) for c in listed))}, but "
+                f"{cats_source} has {', '.join(sorted(t.label(c) for c in categorical_cols)) or 'no columns'}"
+            )
+    if not features:
+        hint = "; is --delimiter right?" if t.ncols == 1 else ""
+        raise InputError(
+            f"{t.where}: no feature columns (the file has {t.ncols} column{'s' * (t.ncols != 1)}{hint})"
+        )
+    return _Columns(label, domain, wcol, features, dropped, categorical_cols)
+
+
+def _attrs(name: str, t: _Table, o: CsvOptions, r: _Resolved, cols: _Columns, csv_parser: "_CsvParser",
+           x_dtype, feature_names: list, perm: Optional[list]) -> dict:
+    """The output file's attributes: its source, the recipe that converts more files alike, the categorical
+    and dropped columns, the domain map."""
+    attrs = {"source": os.path.basename(name), "source_format": "csv"}
+    label, domain, wcol, dropped = cols.label, cols.domain, cols.weight, cols.dropped
+    attrs["recipe"] = json.dumps({
+        "format": "csv", "header": o.header, "delimiter": o.delimiter, "names": r.given_names,
+        "skip_lines": r.skip_lines, "comment_char": o.comment_char, "encoding": o.encoding,
+        "label_column": None if o.no_label else t.key(label), "positive_label": o.positive_label,
+        "label_strip": o.label_strip, "domain_column": None if domain is None else t.key(domain),
+        "domain_map": o.domain_map, "keep_domain_feature": o.keep_domain_feature,
+        "drop_columns": sorted(t.key(c) for c in dropped) or None,
+        "categories": {key: list(values) for key, values in cols.categorical.values()} or None,
+        "unknown_category": o.unknown_category, "dtype": str(x_dtype), "feature_names": feature_names,
+        **({"task": o.task} if o.task == "regression" else {}),
+        **({"weight_column": t.key(wcol)} if wcol is not None else {}),
+        **({"categorical_encoding": "native"} if csv_parser.native else {}),
+    }, sort_keys=True)
+    if o.no_label:
+        attrs["unlabelled"] = 1  # y holds zeros: rows to score, not to train or evaluate on
+    if cols.categorical:
+        attrs["categorical_columns"] = ",".join(key for key, _ in cols.categorical.values())
+    native = csv_parser.native_categories()
+    if native:
+        if perm is not None:  # output column i holds the file's column perm[i]
+            native = {perm.index(j): k for j, k in native.items()}
+        attrs[CATEGORICAL_ATTR] = categorical_attr(native)
+    if r.dmap is not None:
+        attrs["domain_map"] = r.dmap.spec
+    if dropped:
+        attrs["dropped_columns"] = ",".join(t.key(c) for c in sorted(dropped))
+    return attrs
+
+
+def _convert(path: PathLike, out: PathLike, o: CsvOptions) -> ConvertResult:
+    """The conversion with one parser (``o.parser``: ``"python"`` or ``"arrow"``), step by step: the options,
+    the categories, the columns' roles, the parser of the rows, the attributes, the rows written."""
+    t0 = time.perf_counter()
+    x_dtype = np.dtype(o.dtype)
+    r = o.check(path, out)
+    name = os.fspath(path)
+    labels, counts = _label_maps(o)
+    dcounts = _DomainCounts()
+    cats, cats_source = _categories(path, out, o, r)
+    dmap = r.dmap
+    with r.read.source(path) as src:
+        t = r.read.open(src)
+        cols = _columns(t, o, r, cats, cats_source)
+        label, domain = cols.label, cols.domain
+        default_warning = _default_label(t, o.label_column, o.no_label)
+        columns = [t.label(c) for c in range(t.ncols)]
         if t.first_row is None:
             raise InputError(f"{name}: no data rows after the header")
         domain_ints = False
         if domain is not None and dmap is None and len(t.first_row[1]) > domain:
             # Decided on the first row so the file can be streamed in one pass.
             domain_ints = bool(_INT_RE.fullmatch(t.first_row[1][domain].strip()))
-        use_arrow = parser == "arrow"
-        parser = _CsvParser(
+        csv_parser = _CsvParser(
             name, t.ncols, columns, label, domain, domain_ints, labels, x_dtype, t.origin,
-            categorical=categorical_cols, domain_map=dmap, keep_domain=keep_domain_feature,
-            unknown=unknown_category, categories_source=cats_source, drop=dropped, weight=wcol,
-            native=categorical_encoding == "native",
+            categorical=cols.categorical, domain_map=dmap, keep_domain=o.keep_domain_feature,
+            unknown=o.unknown_category, categories_source=cats_source, drop=cols.dropped, weight=cols.weight,
+            native=o.categorical_encoding == "native",
         )
-        d = parser.d
+        d = csv_parser.d
         if d == 0:
             raise InputError(f"{t.where}: no features: every feature column is categorical without categories")
-        wide = [key for key, values in categorical_cols.values() if len(values) > NATIVE_MAX]
-        if parser.native and wide:
-            raise InputError(f"{t.where}: column {wide[0]} has {len(dict(categorical_cols.values())[wide[0]])} "
+        wide = [key for key, values in cols.categorical.values() if len(values) > NATIVE_MAX]
+        if csv_parser.native and wide:
+            raise InputError(f"{t.where}: column {wide[0]} has {len(dict(cols.categorical.values())[wide[0]])} "
                              f"categories; --categorical-encoding native takes at most {NATIVE_MAX} a column "
                              "(one bin each): use --categorical-encoding onehot for it")
-        if n_features is not None and n_features != d:
-            raise InputError(f"{t.where}: --n-features {n_features}, but the file gives {d} features")
-        feature_names = parser.feature_names(t.names)
-        perm = _feature_permutation(t.where, feature_names, feature_order)
+        if o.n_features is not None and o.n_features != d:
+            raise InputError(f"{t.where}: --n-features {o.n_features}, but the file gives {d} features")
+        feature_names = csv_parser.feature_names(t.names)
+        perm = _feature_permutation(t.where, feature_names, o.feature_order)
         if perm is not None:
-            feature_names = list(feature_order)
-        attrs = {"source": os.path.basename(name), "source_format": "csv"}
-        attrs["recipe"] = json.dumps({
-            "format": "csv", "header": header, "delimiter": delimiter, "names": given_names,
-            "skip_lines": skip_lines, "comment_char": comment_char, "encoding": encoding,
-            "label_column": None if no_label else t.key(label), "positive_label": positive_label,
-            "label_strip": label_strip, "domain_column": None if domain is None else t.key(domain),
-            "domain_map": domain_map, "keep_domain_feature": keep_domain_feature,
-            "drop_columns": sorted(t.key(c) for c in dropped) or None,
-            "categories": {key: list(values) for key, values in categorical_cols.values()} or None,
-            "unknown_category": unknown_category, "dtype": str(x_dtype), "feature_names": feature_names,
-            **({"task": task} if task == "regression" else {}),
-            **({"weight_column": t.key(wcol)} if wcol is not None else {}),
-            **({"categorical_encoding": "native"} if parser.native else {}),
-        }, sort_keys=True)
-        if no_label:
-            attrs["unlabelled"] = 1  # y holds zeros: rows to score, not to train or evaluate on
-        if categorical_cols:
-            attrs["categorical_columns"] = ",".join(key for key, _ in categorical_cols.values())
-        native = parser.native_categories()
-        if native:
-            if perm is not None:  # output column i holds the file's column perm[i]
-                native = {perm.index(j): k for j, k in native.items()}
-            attrs[CATEGORICAL_ATTR] = categorical_attr(native)
-        if dmap is not None:
-            attrs["domain_map"] = dmap.spec
-        if dropped:
-            attrs["dropped_columns"] = ",".join(t.key(c) for c in sorted(dropped))
+            feature_names = list(o.feature_order)
+        attrs = _attrs(name, t, o, r, cols, csv_parser, x_dtype, feature_names, perm)
 
         step = min(_chunk_rows(d, x_dtype), max(1, BATCH_TOKENS // t.ncols))
         with _Progress(src, "converting"), DatasetWriter(
@@ -1065,16 +1129,16 @@ def convert_csv(
             with_domain=domain is not None,
             feature_names=feature_names,
             attrs=attrs,
-            compression=compression,
-            deferred_y=labels.deferred and not no_label,
-            y_dtype=np.float64 if task == "regression" and not no_label else np.int8,
-            with_weight=wcol is not None,
+            compression=o.compression,
+            deferred_y=labels.deferred and not o.no_label,
+            y_dtype=np.float64 if o.task == "regression" and not o.no_label else np.int8,
+            with_weight=cols.weight is not None,
         ) as w:
-            if use_arrow:
-                parsed = _arrow_parsed(path, t, parser, delim, limit)
+            if o.parser == "arrow":
+                parsed = _arrow_parsed(path, t, csv_parser, r.delim, o.limit)
             else:
-                parsed = (parser.parse(lines, rows)
-                          for lines, rows in _record_batches(chain([t.first_row], t.records), step, limit))
+                parsed = (csv_parser.parse(lines, rows)
+                          for lines, rows in _record_batches(chain([t.first_row], t.records), step, o.limit))
             for X, y, dom, wt in parsed:  # a Fallback from pyarrow's batches discards the output (see the top)
                 if perm is not None:
                     X = np.ascontiguousarray(X[:, perm])
@@ -1086,29 +1150,29 @@ def convert_csv(
             if dmap is not None:
                 domain_names = list(dmap.names)
             elif domain is not None and not domain_ints:
-                domain_names = list(parser.domain_names)
+                domain_names = list(csv_parser.domain_names)
             w.domain_names = domain_names
             resolved = None
-            if labels.deferred and not no_label:
+            if labels.deferred and not o.no_label:
                 resolved = labels.resolve()
                 w.relabel(resolved.table, resolved.y_dtype, classes=resolved.file_classes)
-            if not no_label and task != "regression":  # before the file is kept
-                _check_label_values(name, columns[label], counts.as_dict(resolved), task,
-                                    label_column is None and positive_label is None)
-            if categories_out is not None:
-                write_categories(categories_out, {key: list(values) for key, values in categorical_cols.values()})
+            if not o.no_label and o.task != "regression":  # before the file is kept
+                _check_label_values(name, columns[label], counts.as_dict(resolved), o.task,
+                                    o.label_column is None and o.positive_label is None)
+            if o.categories_out is not None:
+                write_categories(o.categories_out, {key: list(values) for key, values in cols.categorical.values()})
             n = w.n
     n_domains = len(dcounts.ids()) if domain is not None else None
     if default_warning:
         log.warning(default_warning)
-    _warn_unmatched(labels, positive_label)
-    warn_unknown(parser.cat, lambda c: columns[c], unknown_category, cats_source)
+    _warn_unmatched(labels, o.positive_label)
+    warn_unknown(csv_parser.cat, lambda c: columns[c], o.unknown_category, cats_source)
     if dmap is not None:
         dmap.warn_unused()
     seconds = time.perf_counter() - t0
     return ConvertResult(
-        name, os.fspath(out), n, d, str(x_dtype), {} if no_label else counts.as_dict(resolved), n_domains, seconds,
-        domain_counts=dcounts.as_dict(domain_names) if domain is not None else None,
+        name, os.fspath(out), n, d, str(x_dtype), {} if o.no_label else counts.as_dict(resolved), n_domains,
+        seconds, domain_counts=dcounts.as_dict(domain_names) if domain is not None else None,
         targets=counts.describe() if isinstance(counts, _TargetCounts) else None,
     )
 
