@@ -145,9 +145,11 @@ def _install() -> None:
     import mpiboost
     from mpiboost.driver import rounds as train_mod  # the rounds' loop calls round_metrics from there
     from mpiboost import watchdog
+    from mpiboost.cli import convert as convert_cli
     from mpiboost.data import convert, fingerprint, format as fmt, load, synth
 
-    for sub in ("mpiboost.cli", "mpiboost.cli.train", "mpiboost.evaluate", "mpiboost.driver.online"):
+    for sub in ("mpiboost.cli", "mpiboost.cli.train", "mpiboost.cli.online", "mpiboost.evaluate",
+                "mpiboost.driver.online"):
         importlib.import_module(sub)
     for info in pkgutil.iter_modules(convert.__path__, convert.__name__ + "."):
         importlib.import_module(info.name)
@@ -158,7 +160,7 @@ def _install() -> None:
         (fingerprint, "fingerprint_file", "data fingerprint"),
         (load, "load", "data rows"),
         (load, "load_raw", "data rows"),
-        (convert, "run", "conversion"),
+        (convert_cli, "run", "conversion"),
     ]:
         original = getattr(mod, name)
         _rebind(original, _work(what, original))

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from mpiboost.cli import main
+from mpiboost.cli import convert as convert_cli
 from mpiboost.data import convert
 from mpiboost.data.format import inspect, read_arrays
 from mpiboost.errors import InputError
@@ -408,7 +409,7 @@ def test_csv_whitespace_runs_and_limit(tmp_path):
 def test_format_specific_options_are_rejected(tmp_path):
     src = write(tmp_path / "s.svm", "+1 1:1\n")
     with pytest.raises(InputError, match="--label-column.*only for --format csv"):
-        convert.run(_namespace(src, tmp_path / "s.h5", format="libsvm", label_column="0"))
+        convert_cli.run(_namespace(src, tmp_path / "s.h5", format="libsvm", label_column="0"))
     assert not (tmp_path / "s.h5").exists()
 
 
@@ -416,7 +417,7 @@ def _namespace(src, out, **kw):
     import argparse
 
     p = argparse.ArgumentParser()
-    convert.add_arguments(p)
+    convert_cli.add_arguments(p)
     args = p.parse_args([str(src), "--format", kw.pop("format"), "--out", str(out)])
     for k, v in kw.items():
         setattr(args, k, v)
@@ -699,4 +700,4 @@ def test_csv_drop_columns(tmp_path):
         convert.convert_csv(src, tmp_path / "e.h5", label_column="loc", drop_columns="name,site",
                             categorical="site")
     with pytest.raises(InputError, match="--drop-columns.*only for --format csv"):
-        convert.run(_namespace(src, tmp_path / "e.h5", format="libsvm", drop_columns="0"))
+        convert_cli.run(_namespace(src, tmp_path / "e.h5", format="libsvm", drop_columns="0"))

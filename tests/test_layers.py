@@ -142,3 +142,21 @@ def test_mpi4py_is_imported_by_the_communicator_alone():
                     or any(a.name == "_mpi" for a in node.names)):
                 users.append(name)
     assert users == []
+
+
+def test_no_argparse_namespace_below_the_command_line():
+    """Below cli/ nothing takes parsed options: a module may only declare its options for the command line
+    (``add_arguments(parser: argparse.ArgumentParser)``, as the generators do); the options travel down as
+    values and objects (``RunConfig``, ``CsvOptions``), never as a Namespace."""
+    found = []
+    for name, f in _modules().items():
+        if name.startswith("mpiboost.cli"):
+            continue
+        tree = ast.parse(f.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "argparse" \
+                    and node.attr != "ArgumentParser":
+                found.append(f"{name}: argparse.{node.attr}")
+            elif isinstance(node, ast.ImportFrom) and node.module == "argparse":
+                found.append(f"{name}: from argparse import ...")
+    assert found == []

@@ -153,11 +153,11 @@ def _write_synth(fmt, data, out: str, split: bool) -> list[str]:
 
 @_serial
 def cmd_convert(args: argparse.Namespace) -> int:
-    from ..data import convert
     from ..outputs import check_outputs
+    from . import convert as convert_cli
 
     check_outputs([("--out", args.out)], [("IN", f) for f in args.input])
-    return convert.run(args)
+    return convert_cli.run(args)
 
 
 def _is_model_file(path: str) -> bool:
@@ -635,6 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
         g.set_defaults(func=cmd_synth)
 
     from ..data import convert
+    from . import convert as convert_cli
 
     p = sub.add_parser(
         "convert",
@@ -642,7 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(convert.__doc__ or "").strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    convert.add_arguments(p)
+    convert_cli.add_arguments(p)
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("info", help="describe data files", description="Shape, dtypes, label and domain counts of data files.")
