@@ -85,3 +85,19 @@ def test_the_estimators_take_the_preset():
     assert AdaBoostClassifier().get_params()["preset"] == "default"
     assert not AdaBoostClassifier(rounds=5, preset="paper").fit(X, y).model_.has_trees
     assert AdaBoostClassifier(rounds=5).fit(X, y).model_.has_trees
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in boost.ALGORITHMS.items() if c.has("weak_learner")))
+@pytest.mark.parametrize("rounds", [30, 100, 1000])
+def test_defaults_that_follow_the_rounds_read_the_declared_weak_learner(name, rounds):
+    """A default that depends on the weak learner (MultiBoost's learning rate, SmoothBoost's gamma) is the one
+    of the learner the run trains: the declared default when none is given (the paper's with the paper
+    preset), not a stump's because the option was left out."""
+    cls = boost.get(name)
+    p = cls.declared("weak_learner")
+    assert cls.defaults_for_rounds({}, rounds) == cls.defaults_for_rounds({"weak_learner": p.default}, rounds)
+    paper = {"preset": "paper"}
+    assert cls.defaults_for_rounds(paper, rounds) == \
+        cls.defaults_for_rounds({**paper, "weak_learner": p.paper_value}, rounds)
+    if name == "multiboost":  # trees by default: nu = 1/sqrt(T)
+        assert cls.defaults_for_rounds({}, 100) == {"learning_rate": 0.1}

@@ -48,13 +48,7 @@ def own_weak_learner(algorithm: str, params: dict):
     """The weak learner a run of ``algorithm`` with ``params`` trains: the one given, else its default (or its
     paper's, with ``preset`` paper); None for an algorithm without the option. A baseline trained in its place
     (the noise check's, the source screen's AdaBoost) is given it, so the two compare like with like."""
-    cls = get(algorithm)
-    if not cls.has("weak_learner"):
-        return None
-    if params.get("weak_learner") is not None:
-        return params["weak_learner"]
-    p = cls.declared("weak_learner")
-    return p.paper_value if params.get("preset") == "paper" else p.default
+    return get(algorithm).weak_learner_of(params)
 
 
 def carried(algorithm: str, params: dict, baseline: str, drop=()) -> dict:

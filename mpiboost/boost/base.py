@@ -198,6 +198,19 @@ class Algorithm(ABC):
         """Rules between parameters (override; raise ValueError naming the options)."""
 
     @classmethod
+    def weak_learner_of(cls, params: Mapping) -> Optional[str]:
+        """The weak learner a run with ``params`` (as given, before the defaults) trains: the one given, else the
+        declared default, or its paper's value under ``--preset paper``; None for an algorithm without one.
+        Defaults that follow the weak learner (a learning rate, SmoothBoost's gamma) ask this, not ``params``
+        alone, where an unset weak learner would read as a stump."""
+        if not cls.has("weak_learner"):
+            return None
+        if params.get("weak_learner") is not None:
+            return str(params["weak_learner"])
+        p = cls.declared("weak_learner")
+        return p.paper_value if params.get("preset") == "paper" else p.default
+
+    @classmethod
     def defaults_for_rounds(cls, params: Mapping, rounds: int) -> dict:
         """Values for parameters left unset whose default depends on ``rounds`` (override).
 

@@ -341,7 +341,8 @@ class MultiBoost(Algorithm):
     def defaults_for_rounds(cls, params, rounds: int) -> dict:
         if not cls.has("learning_rate"):
             return {}
-        return {"learning_rate": tree_learning_rate(rounds) if grows_trees(params) else 1.0}
+        trees = cls.weak_learner_of(params) == "tree"  # the declared default too, not only a given one
+        return {"learning_rate": tree_learning_rate(rounds) if trees else 1.0}
 
     @classmethod
     def check_params(cls, params: dict, given) -> None:

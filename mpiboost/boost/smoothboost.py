@@ -167,8 +167,7 @@ class SmoothBoost(Reweighting):
             return {}  # out of range: the declared check names the option
         if params.get("preset") == "paper":
             return {"gamma": 0.5 * (0.5 - beta)}  # the paper's gamma = (1/2 - beta)/2: 0.15 at beta 0.2
-        learner = params.get("weak_learner") or cls.declared("weak_learner").default
-        return {"gamma": gamma_for_rounds(rounds, beta, str(learner))}
+        return {"gamma": gamma_for_rounds(rounds, beta, str(cls.weak_learner_of(params)))}
 
     def __init__(self, params=None) -> None:
         super().__init__(params)
