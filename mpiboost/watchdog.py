@@ -90,6 +90,7 @@ class Watchdog:
         self.timeout = float(timeout)
         self.period = max(0.05, min(1.0, self.timeout / 5.0))
         self.option = option
+        self.job = mpi_comm  # the job's communicator: an abort on it ends the job, across a cut network too
         self.comm = mpi_comm.Dup()  # collective: every rank starts its watchdog together
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
@@ -167,7 +168,7 @@ class Watchdog:
         threading.Timer(GRACE + OUTPUT_GRACE, os._exit, args=(2,)).start()
         time.sleep(OUTPUT_GRACE)  # let the launcher forward the message first
         try:
-            self.comm.Abort(2)  # a duplicate of the job's communicator: MPI_Abort ends the job's processes
+            self.job.Abort(2)
         finally:
             os._exit(2)
 

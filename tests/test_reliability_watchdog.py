@@ -110,7 +110,7 @@ def test_the_process_exits_even_when_the_abort_cannot_reach_the_launcher(tmp_pat
 
         w = watchdog.Watchdog.__new__(watchdog.Watchdog)
         w.hosts, w.rank, w.option, w.timeout = ["here", "there"], 0, "--stall-timeout", 9.0
-        w.comm = types.SimpleNamespace(Abort=abort_that_never_returns)  # its duplicate of the job's communicator
+        w.job = types.SimpleNamespace(Abort=abort_that_never_returns)  # the job's communicator
         w._stall(1, "no heartbeat from it for 9 s")
         print("not reached", flush=True)
     """)
