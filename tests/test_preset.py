@@ -99,5 +99,19 @@ def test_defaults_that_follow_the_rounds_read_the_declared_weak_learner(name, ro
     paper = {"preset": "paper"}
     assert cls.defaults_for_rounds(paper, rounds) == \
         cls.defaults_for_rounds({**paper, "weak_learner": p.paper_value}, rounds)
-    if name == "multiboost":  # trees by default: nu = 1/sqrt(T)
+    if name in ("multiboost", "fedmultiboost"):  # trees by default: nu = 1/sqrt(T); stumps: the paper's step
         assert cls.defaults_for_rounds({}, 100) == {"learning_rate": 0.1}
+        assert cls.defaults_for_rounds({"weak_learner": "stump"}, 100) == {"learning_rate": 1.0}
+
+
+def test_fedmultiboost_shrinks_its_closed_form_step():
+    """FedMultiBoost's tree step is AdaBoost's closed form on the sampled clients, times the learning rate: the
+    first tree's vote at nu 0.25 is a quarter of the full step's, the tree the same."""
+    from mpiboost.data.synth import multisource
+
+    g = multisource.generate(n=900, seed=3)
+    models = {nu: mpiboost.train({"algo": "fedmultiboost", "rounds": 1, "learning-rate": nu, "seed": 1}, g.X, g.y,
+                                 g.domain) for nu in (1.0, 0.25)}
+    full, shrunk = models[1.0], models[0.25]
+    assert full.feature.tolist() == shrunk.feature.tolist()
+    assert np.isclose(shrunk.coef[-1], 0.25 * full.coef[-1], rtol=1e-12, atol=0) and full.coef[-1] > 0

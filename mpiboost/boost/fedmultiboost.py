@@ -35,7 +35,7 @@ import numpy as np
 
 from ..weak.stump import Stump
 from .base import Hypothesis, Param
-from .multiboost import ACTIVE_TOL, Q_DATA, Q_L2, MultiBoost
+from .multiboost import ACTIVE_TOL, LEARNING_RATE, Q_DATA, Q_L2, MultiBoost
 from .params import BASELINE_GUARD, TREE, WEAK_LEARNER_TREE_EXACT, trees_by_default
 
 
@@ -62,6 +62,7 @@ class FedMultiBoost(MultiBoost):
         Param("clients_per_round", int, 10, "clients sampled per domain per round", low=1),
         Param("candidates_per_round", int, 20, "candidate stumps sampled per domain per round", low=1),
         ACTIVE_TOL,
+        LEARNING_RATE,
         Q_L2,
         Q_DATA,
         BASELINE_GUARD,
@@ -139,7 +140,7 @@ class FedMultiBoost(MultiBoost):
         stump = Stump(int(j), int(b), 1 if beta[k, r] >= 0 else -1, False)
         # pooled weighted error of Q(k|.) h on the sampled clients of domain k
         eps = min(max(0.5 * (1.0 - abs(beta[k, r]) / loss[k]), 1e-12), 0.5 - 1e-12)
-        eta = 0.5 * math.log((1 - eps) / eps)
+        eta = 0.5 * math.log((1 - eps) / eps) * self.nu  # nu 1 (stumps' default): the paper's step
         metrics = {
             "domain": int(k),
             "edge": float(score[k, r]),
@@ -182,7 +183,7 @@ class FedMultiBoost(MultiBoost):
             return None
         tree, k, score, beta = best
         eps = min(max(0.5 * (1.0 - beta / loss[k]), 1e-12), 0.5 - 1e-12)
-        eta = 0.5 * math.log((1 - eps) / eps)
+        eta = 0.5 * math.log((1 - eps) / eps) * self.nu  # nu 1 (stumps' default): the paper's step
         metrics = {
             "domain": int(k),
             "edge": float(score),

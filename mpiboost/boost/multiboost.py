@@ -258,6 +258,10 @@ LOSS = Param(
     "loss", str, "exponential",
     "Phi of the domain losses: exponential (the paper's main case) or logistic (log(1 + e^-yf); line search by "
     "passes over the rows, calibrated predict --proba)", choices=LOSSES, origin="beyond")
+LEARNING_RATE = Param(
+    "learning_rate", float, None,
+    "shrinkage nu of every step (nu eta_t): default 1 with stumps (the paper's step), 1/sqrt(T) with trees (0.1 at "
+    "T 100: a 31-leaf tree's full step overfits)", low=0.0, high=1.0, low_open=True)
 Q_DATA = Param(
     "q_data", list, None,
     "extra rows that only train the domain classifier Q (labels unused; domains matched to the training "
@@ -322,10 +326,7 @@ class MultiBoost(Algorithm):
         Param("temperature", float, 0.1,
               "soft-max temperature relative to the loss; 0 = the paper's exact max, which stops when "
               "coordinate descent is stuck", low=0.0),
-        Param("learning_rate", float, None,
-              "shrinkage nu of every step (nu eta_t): default 1 with stumps (the paper's step), 1/sqrt(T) with "
-              "trees (0.1 at T 100: a 31-leaf tree's full line-search step overfits)",
-              low=0.0, high=1.0, low_open=True),
+        LEARNING_RATE,
         GATES_PARAM,
         GATE_EVERY,
         GATE_SELECT,
