@@ -9,6 +9,7 @@ scores rows (:meth:`decision_function`, :meth:`predict_proba`) and how it is wri
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from typing import Optional
 
 import numpy as np
@@ -16,7 +17,7 @@ import numpy as np
 from .data import labels as lab
 
 
-class ModelBase:
+class ModelBase(ABC):
     """The common face of the models (see the module docstring)."""
 
     algorithm: str
@@ -31,8 +32,9 @@ class ModelBase:
         return len(self.classes)
 
     @property
+    @abstractmethod
     def n_features(self) -> int:
-        raise NotImplementedError
+        """The features of the rows the model takes."""
 
     @property
     def feature_names_in_(self) -> np.ndarray:
@@ -47,25 +49,25 @@ class ModelBase:
             values = values.astype(lab.y_dtype(self.classes) if lab.stores_as_values(self.classes) else np.int64)
         return values[np.asarray(index, dtype=np.intp)]
 
+    @abstractmethod
     def decision_function(self, X, domain=None) -> np.ndarray:
         """The model's scores of raw rows ``X``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def predict_proba(self, X, domain=None) -> np.ndarray:
         """Class probabilities (n, K) of raw rows ``X``, in the order of :attr:`classes`."""
-        raise NotImplementedError
 
+    @abstractmethod
     def predict(self, X, domain=None) -> np.ndarray:
         """The user's labels of raw rows ``X``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def save(self, path: str | os.PathLike) -> None:
         """Write the model to ``path`` (HDF5), atomically."""
-        raise NotImplementedError
 
+    @abstractmethod
     def to_json(self) -> str:
         """The model as canonical JSON (sorted keys, shortest round-trip floats): equal models, equal text."""
-        raise NotImplementedError
 
 
 __all__ = ["ModelBase"]
