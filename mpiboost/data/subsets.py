@@ -52,7 +52,22 @@ def valid_mask(shard: Shard, fraction: float, seed: int, comm: Comm) -> np.ndarr
 
 
 def subset(shard: Shard, keep: np.ndarray, comm: Comm) -> Shard:
-    """Collective: the shard of the rows ``keep`` of every rank, in the same global order."""
+    """Collective: the shard of the rows ``keep`` of every rank, in the same global order.
+
+    Parameters
+    ----------
+    shard : Shard
+        This rank's rows.
+    keep : numpy.ndarray of bool, shape (n_local,)
+        Which of this rank's rows the subset holds.
+    comm : Comm
+        The ranks holding the shard: the subset's global row numbers, class and domain counts are agreed.
+
+    Returns
+    -------
+    Shard
+        The rows kept, their binned columns, raw rows and weights copied, the global counts recomputed.
+    """
     n_local = int(keep.sum())
     table = comm.allgather_array(np.array([n_local], dtype=np.int64)) if comm.size > 1 else np.array([[n_local]])
     start = int(table[: comm.rank, 0].sum())
@@ -92,7 +107,21 @@ def subset(shard: Shard, keep: np.ndarray, comm: Comm) -> Shard:
 def split_valid(comm: Comm, shard: Shard, fraction: float, seed: int) -> tuple[Shard, Shard]:
     """Collective: (training part, validation part) of ``shard`` by :func:`valid_mask`.
 
-    Raises CollectiveError (every rank alike) when a part would hold no rows.
+    Parameters
+    ----------
+    comm : Comm
+        The ranks holding the shard.
+    shard : Shard
+        This rank's rows.
+    fraction : float
+        The validation part's share of each (domain, class) group.
+    seed : int
+        The seed of the groups' offsets.
+
+    Raises
+    ------
+    CollectiveError
+        On every rank alike, when the validation part would hold no rows.
     """
     mask = valid_mask(shard, fraction, seed, comm)
     train_part, valid_part = subset(shard, ~mask, comm), subset(shard, mask, comm)

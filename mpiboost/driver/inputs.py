@@ -65,8 +65,34 @@ def load_inputs(comm: Comm, algo: Algorithm, data: Sequence[str], valid: Optiona
                 blocks: Optional[Sequence[int]] = None) -> Inputs:
     """Collective: the training rows (labels as the algorithm takes them), validation rows and extra inputs.
 
-    With ``valid_fraction`` the validation rows are a stratified part of the
-    training files (:func:`split_valid`), binned with the same edges.
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that train together; each reads its block of the rows.
+    algo : Algorithm
+        The algorithm asked for: its task (how the labels are read), whether it keeps the raw features, its
+        list parameters (files of extra rows, read here and named in the model by their file names).
+    data, valid : sequence of paths or in-memory files
+        The training files in order, and the validation files (binned with the training edges).
+    seed : int
+        The seed of the binning sample and of the ``valid_fraction`` split.
+    dedicated_coordinator : bool
+        Rank 0 holds no rows.
+    valid_fraction : float, optional
+        Hold out this stratified part of the training rows instead of ``valid`` files
+        (:func:`mpiboost.data.subsets.split_valid`, the same rows on any number of ranks).
+    blocks : sequence of int, optional
+        Rows per rank (``comm.size`` counts); None: even blocks.
+
+    Returns
+    -------
+    Inputs
+        The rows, and the seconds their loading took.
+
+    Raises
+    ------
+    InputError, CollectiveError
+        Naming the file, row or option, on every rank alike, before any training.
     """
     t0 = time.perf_counter()
     cls = type(algo)

@@ -98,9 +98,27 @@ def candidate(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inp
               callbacks: Sequence[Callback] = (), label: str = "") -> Algorithm:
     """Collective: one candidate training of a selection; the trained algorithm (``.finish()``: its model).
 
-    The callbacks hear of it (``on_fit_end``: the phase, ``step`` of ``steps``, ``label``, rounds, seconds).
-    A candidate cut short by SIGTERM / SIGUSR1 is not the model the selection compares: it raises
-    :class:`mpiboost.signals.Preempted` (on every rank alike) rather than let a choice be made from it.
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that train together.
+    algorithm, params, rounds, seed
+        The candidate: an algorithm and its parameters, trained as :func:`mpiboost.driver.run.run_once` trains.
+    inputs : Inputs
+        Its training rows (and validation rows, which a ``chooser`` scores every round).
+    chooser : BestRound, optional
+        Tracks the candidate's validation error round by round (its best round).
+    phase, step, steps, label : str, int, int, str
+        What the callbacks are told (``on_fit_end``): the selection, this candidate's number of ``steps``, and
+        its name, with the rounds it trained and its seconds.
+    callbacks : sequence of Callback
+        Told of the candidate's end (not of its rounds).
+
+    Raises
+    ------
+    mpiboost.signals.Preempted
+        On every rank alike, when SIGTERM / SIGUSR1 cut the candidate short: a cut candidate is not the model
+        the selection compares, so no choice is made from it.
     """
     t0 = time.perf_counter()
     out = run_once(comm, algorithm, params, rounds, inputs, seed, chooser=chooser)
