@@ -113,10 +113,5 @@ class RunConfig:
                    early_stop=None if patience is None else int(patience), threads=int(threads) if threads else None,
                    dedicated_coordinator=bool(run.get("dedicated_coordinator", False)), has_valid=bool(has_valid))
 
-    def run_options(self) -> dict:
-        """The run's options (everything but the algorithm, its rounds and its parameters)."""
-        return {k: getattr(self, k) for k in self.__dataclass_fields__
-                if k not in ("algorithm", "rounds", "params", "has_valid")}
-
 
 __all__ = ["MAX_SEED", "RunConfig"]
