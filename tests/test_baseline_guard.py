@@ -77,24 +77,54 @@ def test_a_baseline_that_validates_better_is_the_model(sets, tmp_path):
     assert (m.feature.tolist(), m.coef.tolist()) == (alone.feature.tolist(), alone.coef.tolist())
 
 
+DOMAIN_FREE = ("--baseline-guard", "domain-free")
+
+
 def test_multiboost_stays_where_it_validates_better_and_yields_where_it_does_not(sets, tmp_path):
-    good, _ = _train(sets / "ms.h5", tmp_path / "g.h5", "--algo", "multiboost", "--rounds", "40", *VALID)
+    # domain-free: the pooled baseline alone (the model per domain is the next test's)
+    good, _ = _train(sets / "ms.h5", tmp_path / "g.h5", "--algo", "multiboost", "--rounds", "40", *DOMAIN_FREE,
+                     *VALID)
     rec = good.info["baseline_guard"]
     assert rec["chosen"] == "algorithm" == rederive(rec) and good.algorithm == "multiboost", rec
+    assert set(rec["tried"]) == {"algorithm", "pooled"}
     # a step so small that 40 rounds leave it far from the rule: AdaBoost pooled validates better
     weak, _ = _train(sets / "ms.h5", tmp_path / "w.h5", "--algo", "multiboost", "--rounds", "40",
-                     "--learning-rate", "0.001", *VALID)
+                     "--learning-rate", "0.001", *DOMAIN_FREE, *VALID)
     rec = weak.info["baseline_guard"]
     assert rec["chosen"] == "pooled" == rederive(rec) and weak.algorithm == "adaboost", rec
     # pooled ahead, but by less than one standard error of the paired differences: the algorithm stays
     close, _ = _train(sets / "ms.h5", tmp_path / "c.h5", "--algo", "multiboost", "--rounds", "20",
-                      "--learning-rate", "0.05", *VALID)
+                      "--learning-rate", "0.05", *DOMAIN_FREE, *VALID)
     rec = close.info["baseline_guard"]
     pooled = rec["tried"]["pooled"]
     assert pooled["errors"] < rec["tried"]["algorithm"]["errors"] and 0 < pooled["gain"] <= pooled["se"], rec
     assert rec["chosen"] == "algorithm" == rederive(rec) and close.algorithm == "multiboost", rec
     fed, _ = _train(sets / "ms.h5", tmp_path / "f.h5", "--algo", "fedmultiboost", "--rounds", "20", *VALID)
     assert fed.info["baseline_guard"]["chosen"] == rederive(fed.info["baseline_guard"])
+
+
+def test_a_model_per_domain_where_the_domains_differ(sets, tmp_path):
+    """Three domains of shifted rules: a model per domain (AdaBoost trees on each domain alone) validates far
+    better than MultiBoost's one model and pooling, and is the model, bit for bit the baseline trained alone;
+    it scores a row with its domain."""
+    m, proc = _train(sets / "ms.h5", tmp_path / "m.h5", "--algo", "multiboost", "--rounds", "40", *VALID)
+    rec = m.info["baseline_guard"]
+    assert rec["chosen"] == "per-domain" == rederive(rec), rec
+    assert rec["tried"]["per-domain"]["errors"] < min(rec["tried"]["pooled"]["errors"],
+                                                      rec["tried"]["algorithm"]["errors"])
+    assert m.algorithm == "is-multitask" and m.takes_task and m.params["lam"] == 0.0 and m.has_trees
+    assert "baseline guard: the model is per-domain" in proc.stdout
+    alone, _ = _train(sets / "ms.h5", tmp_path / "a.h5", "--algo", "is-multitask", "--rounds", "40", "--lambda", "0",
+                      "--start", "zero", "--weak-learner", "tree", "--baseline-guard", "off", *VALID)
+    assert alone.params["learning_rate"] == m.params["learning_rate"] < 1  # trees: min(1, 1.5 / sqrt(T / J))
+    assert (m.feature.tolist(), m.coef.tolist(), m.domain.tolist()) == \
+        (alone.feature.tolist(), alone.coef.tolist(), alone.domain.tolist())
+    arrays = read_arrays(sets / "ms.h5")
+    out = tmp_path / "p.npy"
+    pred = run_cli(["predict", "--model", str(tmp_path / "m.h5"), "--data", str(sets / "ms.h5"), "--out", str(out)])
+    assert pred.returncode == 0, pred.stderr
+    want = np.where(alone.decision_function(arrays["X"], arrays["domain"]) >= 0, 1, -1)
+    assert np.array_equal(np.load(out).astype(int), want)
 
 
 def test_counts_match_a_naive_twin(sets, tmp_path):
@@ -169,7 +199,7 @@ def test_runs_without_a_guard(sets, tmp_path):
 
 def test_resume_trains_the_choice_on(sets, tmp_path):
     ckpt = tmp_path / "c.h5"
-    base = ("--algo", "multiboost", "--learning-rate", "0.001", *VALID, "--checkpoint", ckpt)
+    base = ("--algo", "multiboost", "--learning-rate", "0.001", *DOMAIN_FREE, *VALID, "--checkpoint", ckpt)
     _train(sets / "ms.h5", tmp_path / "part.h5", *base, "--rounds", "15")
     assert Model.load(ckpt).info["baseline_guard"]["chosen"] == "pooled"
     resumed, _ = _train(sets / "ms.h5", tmp_path / "res.h5", *base, "--rounds", "30", "--resume")

@@ -151,7 +151,8 @@ class ISMultitask(Algorithm):
               "(LightGBM's), 200 for pooled", low=1, high=100_000),
         Param("learning_rate", float, None, "each step adds nu alpha f, alpha the exact step: default "
               "min(1, 1.5 / sqrt(T / J)) after the logistic start (T / J steps per task refine the fitted forest; "
-              "0.34 at 20), 1 (the paper's) otherwise; the pooled start and the per-task fits of --lambda-scale "
+              "0.34 at 20) and with trees (a 31-leaf tree's exact step overfits a task's rows), 1 (the paper's) "
+              "with stumps otherwise; the pooled start and the per-task fits of --lambda-scale "
               "is take the same nu", low=0.0, low_open=True, high=1.0, metavar="NU"),
         Param("start_task_splits", str, "auto", "the logistic start's trees may split on each task's indicator, "
               "as LightGBM's on a task id column (a tree that does is stored once per task, its task splits "
@@ -170,8 +171,8 @@ class ISMultitask(Algorithm):
         start = params.get("start")
         if params.get("lam") is None:
             params["lam"] = 0.0 if start == "logistic" else 0.1
-        if params.get("learning_rate") is None and start != "logistic":
-            params["learning_rate"] = 1.0  # after the logistic start: set by setup from T and J
+        if params.get("learning_rate") is None and start != "logistic" and params.get("weak_learner") != "tree":
+            params["learning_rate"] = 1.0  # after the logistic start or with trees: set by setup from T and J
         if params.get("start_rounds") is None:
             params["start_rounds"] = START_ROUNDS.get(start, START_ROUNDS["pooled"])
 

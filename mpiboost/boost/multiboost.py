@@ -309,8 +309,13 @@ class MultiBoost(Algorithm):
     losses = LOSSES
     # pooled: with trees, Newton-boosted logistic trees (what a LightGBM user runs on the rows pooled), with
     # stumps AdaBoost's
+    # per-domain: a model per domain (AdaBoost on each domain's rows alone), whose predictions need each row's
+    # domain; --baseline-guard domain-free leaves it out, for models that must score rows of unknown domain
     baselines = {"pooled": ("adaboost", {}, "every domain's rows pooled: logistic trees (LightGBM's gbdt) with trees, "
-                            "AdaBoost with stumps", {"loss": "logistic", "split_gain": None})}
+                            "AdaBoost with stumps", {"loss": "logistic", "split_gain": None}),
+                 "per-domain": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None},
+                                "AdaBoost on each domain's rows alone (a model per domain: its predictions need the "
+                                "rows' domain)", {})}
     parameters = (
         *trees_by_default((WEAK_LEARNER_TREE_EXACT,)),  # trees validate better; the paper: stumps
         *TREE,

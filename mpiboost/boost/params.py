@@ -172,11 +172,12 @@ SAMPLING_STUMP = (WEAK_LEARNER_STUMP_SEARCH, SEARCH, BETA_SAMPLE, N_SAMPLES, SAM
 ROW_WEIGHTS = (TRAIN_DOMAIN, ENTITY_BALANCED)
 
 
-BASELINE_GUARD_CHOICES = ("holdout", "off")
+BASELINE_GUARD_CHOICES = ("holdout", "domain-free", "off")
 BASELINE_GUARD = Param(
     "baseline_guard", str, "holdout",
     "holdout (the default): with validation rows (--valid or --valid-fraction), the algorithm's simplest "
     "baselines are trained on the same training rows and scored on the same validation rows; a baseline is the "
     "model when it beats the algorithm by more than one standard error of the paired differences (errors, or "
     "AUC with --valid-metric auc), and the choice is recorded in the model; no validation rows: no guard; "
-    "off: the algorithm as asked (the paper)", choices=BASELINE_GUARD_CHOICES, origin="beyond", paper="off")
+    "domain-free: as holdout, but only the baselines that predict without a row's domain (the pooled ones: a "
+    "model for rows of unknown domain); off: the algorithm as asked (the paper)", choices=BASELINE_GUARD_CHOICES, origin="beyond", paper="off")

@@ -9,8 +9,10 @@ worst task's error, and the guard's choices.
 
 * ``is-multitask`` and ``multiboost``, ``fedmultiboost``: their defaults, i.e. with the baseline guard, and
   with ``--baseline-guard off`` (the algorithm as asked);
-* their baselines: AdaBoost on each task alone (``is-multitask --lambda 0 --start zero``) and logistic
-  trees on every row pooled (``adaboost --weak-learner tree --loss logistic``);
+* ``multiboost --baseline-guard domain-free``: the guard without the model per domain;
+* their baselines: AdaBoost on each task alone (``is-multitask --lambda 0 --start zero``; with stumps,
+  is-multitask's, and with trees, MultiBoost's and FedMultiBoost's per-domain baseline) and logistic trees on
+  every row pooled (``adaboost --weak-learner tree --loss logistic``);
 * LightGBM (``--no-peers`` leaves it out): per task, and pooled with the task id as a categorical feature,
   31 leaves, learning rate 0.1, best iteration on the validation rows.
 
@@ -42,7 +44,10 @@ METHODS = {
     "multiboost, no guard": ["--algo", "multiboost", *OFF],
     "fedmultiboost": ["--algo", "fedmultiboost"],
     "fedmultiboost, no guard": ["--algo", "fedmultiboost", *OFF],
+    "multiboost, domain-free guard": ["--algo", "multiboost", "--baseline-guard", "domain-free"],
     "each task alone (AdaBoost)": ["--algo", "is-multitask", "--lambda", "0", "--start", "zero", *OFF],
+    "each task alone (AdaBoost trees)": ["--algo", "is-multitask", "--lambda", "0", "--start", "zero",
+                                         "--weak-learner", "tree", *OFF],
     "pooled (logistic trees)": ["--algo", "adaboost", "--weak-learner", "tree", "--loss", "logistic"],
 }
 PEERS = ["lgb-task-31", "lgb-pooled-31"]

@@ -18,6 +18,11 @@ task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boos
 * the one chosen is the model, trained on the training rows as the run asked; the record, with each
   candidate's counts, is ``model.info["baseline_guard"]``, and a checkpoint keeps it.
 
+MultiBoost and FedMultiBoost have a model per domain among their baselines (AdaBoost on each domain alone):
+where it is chosen the model scores a row with its domain, as a task model does. ``--baseline-guard
+domain-free`` leaves such baselines out, for a model that must score rows of unknown domain (MultiBoost's
+agnostic setting); with a model per task among the candidates, the AUC is the mean over the tasks.
+
 Without validation rows there is no guard (held-out rows would be taken from the training rows the user
 gave, which the run asked to train on). ``--baseline-guard off`` trains the algorithm as asked (the paper).
 The cost: one training per baseline, on the training rows, before the run (the summary's selection seconds).
@@ -63,6 +68,22 @@ def strategy_run(chosen: str, algorithm: str, params: dict) -> tuple[str, dict]:
     return (algorithm, dict(params)) if chosen == "algorithm" else baseline_run(algorithm, params, chosen)
 
 
+def takes_task(algorithm: str, name: str) -> bool:
+    """Whether the candidate ``name`` (``"algorithm"`` or a baseline's) of ``algorithm`` predicts with each row's
+    task (domain): a model per task."""
+    cls = boost.get(algorithm)
+    return boost.get(algorithm if name == "algorithm" else cls.baselines[name][0]).vote == "task"
+
+
+def candidates(algorithm: str, params: dict) -> list:
+    """The candidates of a guarded run: ``"algorithm"`` and the baselines the run's ``--baseline-guard`` admits
+    (with ``domain-free``, those that predict without a row's domain)."""
+    names = list(boost.get(algorithm).baselines)
+    if params.get("baseline_guard") == "domain-free":
+        names = [k for k in names if not takes_task(algorithm, k)]
+    return ["algorithm", *names]
+
+
 def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs, seed: int, *,
            rounds_chosen: bool, patience: Optional[int], callbacks=()) -> dict:
     """Collective: the algorithm or one of its baselines, by their scores on the validation rows.
@@ -74,7 +95,7 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
         ``errors`` (and against the algorithm ``differ``, ``gain``, ``se``), or ``auc_gain`` and ``se``.
     """
     held = inputs.valid
-    names = ["algorithm", *boost.get(algorithm).baselines]
+    names = candidates(algorithm, params)
     metric = "auc" if inputs.valid_metric == "auc" else "error"
     if metric == "error" and inputs.shard.n_classes != 2:
         raise CollectiveError("the baseline guard compares binary models")
@@ -92,7 +113,9 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
         outcome[key] = s
         watchdog.tick()
     y = np.asarray(held.y)
-    task = np.asarray(held.domain) if boost.get(algorithm).vote == "task" else None
+    # AUC: the mean over the tasks where a candidate is a model per task (its scores of two tasks need not
+    # share a scale), else over every row
+    task = np.asarray(held.domain) if any(takes_task(algorithm, k) for k in names) else None
     tried: dict = {}
     if metric == "error":
         wrong = {k: (np.where(s >= 0, 1, -1) != y).astype(np.int64) for k, s in outcome.items()}
@@ -137,6 +160,9 @@ class BaselineGuard:
         if rec["chosen"] != "algorithm" and rec["chosen"] not in cls.baselines:
             raise CollectiveError(f"--resume: the checkpoint's baseline_guard record names {rec['chosen']!r}, not a "
                                   f"baseline of {cls.name}")
+        if rec["chosen"] != "algorithm" and rec["chosen"] not in candidates(cls.name, ctx.algo.params):
+            raise CollectiveError(f"--resume: the checkpoint's baseline guard chose {rec['chosen']}, a model per "
+                                  "domain; --baseline-guard domain-free leaves it out (train anew, or resume without it)")
         if rec["chosen"] != "algorithm" and ctx.algo.params.get("baseline_guard") == "off":
             raise CollectiveError(f"--resume: the checkpoint's baseline guard chose {rec['chosen']}; "
                                   "--baseline-guard off asks for the algorithm (train anew, or resume without it)")
@@ -180,4 +206,4 @@ class BaselineGuard:
         return f"baseline guard: the model is {rec['chosen']} (AUC against the algorithm's: {parts})"
 
 
-__all__ = ["BaselineGuard", "CHOICES", "baseline_run", "choose", "strategy_run"]
+__all__ = ["BaselineGuard", "CHOICES", "baseline_run", "candidates", "choose", "strategy_run", "takes_task"]
