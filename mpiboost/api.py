@@ -299,10 +299,26 @@ def train_files(params, data: Sequence[str], *, valid: Optional[Sequence[str]] =
                 callbacks: Sequence = (), resume=None):
     """Collective: :func:`train` on HDF5 data files (every rank reads its block of their rows): the CLI's ``train``.
 
-    ``params`` as for :func:`train` (run options and the algorithm's own, checked here), or a
-    :class:`mpiboost.driver.config.RunConfig` the caller built and checked;
-    ``data``: the training files in order (a transfer run: the target's file first, as domain 0); ``valid``:
-    validation files. Returns the model, with the run's summary in ``model.summary_``.
+    Parameters
+    ----------
+    params : dict or mpiboost.driver.config.RunConfig
+        As for :func:`train` (run options and the algorithm's own, checked here), or a
+        :class:`mpiboost.driver.config.RunConfig` the caller built and checked.
+    data : sequence of str
+        The training files, in order (a transfer run: the target's file first, as domain 0).
+    valid : sequence of str, optional
+        Validation files, binned with the training edges.
+    comm : mpi4py communicator or mpiboost.comm.Comm, optional
+        The ranks that train together (default: the whole job; one process without ``mpiexec``).
+    callbacks : sequence of mpiboost.callbacks.Callback
+        Called every round (progress, metrics, checkpoints, early stopping).
+    resume : mpiboost.model.Model, optional
+        A checkpoint of the same run to continue.
+
+    Returns
+    -------
+    mpiboost.model.Model
+        The model, the same on every rank; ``model.summary_`` holds the run's summary.
     """
     from .driver.config import RunConfig
 
@@ -318,7 +334,22 @@ def train_files(params, data: Sequence[str], *, valid: Optional[Sequence[str]] =
 def stream_rows(comm, X, y, feature_names=None):
     """Collective: every rank's rows, checked, joined in rank order on every rank (an online booster's stream).
 
-    Returns a :class:`mpiboost.data.memory.MemoryFile` holding all the rows on this rank.
+    Parameters
+    ----------
+    comm : mpiboost.comm.Comm
+        The ranks whose rows are joined.
+    X : array-like of shape (n_local, d)
+        This rank's rows, as for :func:`train` (numpy, a pandas DataFrame or scipy.sparse); a rank may pass
+        none.
+    y : array-like of shape (n_local,)
+        This rank's labels, numbers or strings.
+    feature_names : sequence of str, optional
+        Names of the features (a DataFrame's columns name them by default).
+
+    Returns
+    -------
+    mpiboost.data.memory.MemoryFile
+        All the rows of every rank, in rank order, held on this rank.
     """
     import numpy as np
 

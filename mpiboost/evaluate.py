@@ -24,7 +24,26 @@ def _task(model: Model) -> str:
 
 def regression_report(comm: Comm, model: Model, shard: Shard, score: np.ndarray) -> Optional[dict]:
     """Collective: RMSE, MAE, R^2 (and the objective's metric) of a regression model's scores, from exact sums
-    over all ranks' rows (weighted by the rows' weights if the files have them); the report on the center."""
+    over all ranks' rows (weighted by the rows' weights if the files have them); the report on the center.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks holding the rows.
+    model : Model
+        The regression model whose scores these are (its ``objective`` and ``alpha`` choose the extra metric).
+    shard : Shard
+        This rank's rows: their targets ``y`` and, if the files have them, their weights.
+    score : numpy.ndarray of shape (n_local,)
+        The model's predicted values of this rank's rows.
+
+    Returns
+    -------
+    dict or None
+        On the center, ``{n, rmse, mae, r2, objective}``, the objective's metric when it is not the RMSE, and
+        ``weighted`` when the means are weighted (a figure is None when the rows weigh nothing); None on the
+        other ranks.
+    """
     from .boost.losses import REGRESSION
 
     y, w = np.asarray(shard.y, dtype=np.float64), shard.weight
@@ -128,6 +147,23 @@ def evaluate(comm: Comm, model: Model, paths: Sequence[str], *, dedicated_coordi
     Rows whose label is not one of the model's classes (a rare class absent
     from the training data) count as errors and are listed in ``unseen``
     (per label); the confusion matrix and the AUC leave them out.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that read the rows, each its block.
+    model : Model or OnlineModel
+        The model to evaluate.
+    paths : sequence of str
+        The data files, their rows in order; their features must be the model's.
+    dedicated_coordinator : bool
+        Rank 0 holds no rows.
+
+    Returns
+    -------
+    dict or None
+        The report on the center (a regression model's is :func:`regression_report`'s); None on the other
+        ranks.
     """
     task = _task(model)
     if task == "regression":
@@ -200,6 +236,28 @@ def predict(
     the second class), per row and class ``(n, K)`` for a multiclass one.
     ``contrib``: each feature's TreeSHAP contribution and the expected score
     (:meth:`mpiboost.model.Model.contributions`) instead.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that read the rows, each its block.
+    model : Model or OnlineModel
+        The model that predicts (an online model's scores are its class distributions).
+    paths : sequence of str
+        The data files, their rows in order; their features must be the model's.
+    scores : bool
+        The scores instead of the labels (a regression model's predicted values are its scores).
+    dedicated_coordinator : bool
+        Rank 0 holds no rows.
+    proba : bool
+        The class probabilities, ``(n, K)`` (:meth:`mpiboost.model.Model.proba_of_scores`), instead of the labels.
+    contrib : bool
+        The TreeSHAP contributions instead of the labels.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        On the center, one entry (or row) per row of ``paths``, in file order; None on the other ranks.
     """
     if contrib:
         check_features(model, paths)

@@ -98,6 +98,17 @@ def agreed(comm) -> Optional[str]:
     The first call makes every exact reduction of ``comm`` carry this rank's :func:`code` from then on
     (:meth:`mpiboost.comm.Comm.take_carried`): a round that made one needs no collective here. A signal
     caught after a round's last reduction is then agreed one round later, the same round on every rank.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that stop together.
+
+    Returns
+    -------
+    str or None
+        The name of the signal (``"SIGTERM"`` or ``"SIGUSR1"``; the one listed last in :data:`NAMES` when
+        ranks caught different ones), or None when no rank caught one.
     """
     if comm.size == 1:
         return caught()

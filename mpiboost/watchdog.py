@@ -187,6 +187,22 @@ def start(comm: Any, timeout: Optional[float], option: str = "--stall-timeout") 
     ``comm`` is a :class:`mpiboost.comm.Comm`. Call :func:`stop` on every
     rank at the same point of the program (after a collective), so no rank
     stops its heartbeats while another still checks them.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's ranks; the watchdog's heartbeats go over a duplicate of its mpi4py communicator.
+    timeout : float, optional
+        Seconds without a rank's heartbeats, or without progress outside MPI, after which the job ends;
+        0 or None: no watchdog.
+    option : str
+        The command-line option that sets ``timeout``, named in the messages.
+
+    Returns
+    -------
+    Watchdog or None
+        The running watchdog, or None where none runs: one rank, ``timeout`` 0 or None, or an MPI library
+        without ``MPI_THREAD_MULTIPLE`` (a warning says so).
     """
     global _active, _last_timeout
     if not timeout or comm.size == 1:

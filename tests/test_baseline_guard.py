@@ -62,19 +62,24 @@ def rederive(rec: dict) -> str:
 
 def test_a_baseline_that_validates_better_is_the_model(sets, tmp_path):
     """Six tasks, three labelled against the others: pulling each task toward the others (lambda 5 from a zero
-    start) errs far more than each task alone, which the guard keeps; pooling every row is a coin."""
+    start) errs far more than each task alone, and logistic trees on every row that may split on the task (a
+    task id column) err least; the guard keeps them, bit for bit the baseline trained alone."""
     m, proc = _train(sets / "mt.h5", tmp_path / "m.h5", "--algo", "is-multitask", "--rounds", "60", "--lambda", "5",
                      "--start", "zero", *VALID)
     rec = m.info["baseline_guard"]
-    assert rec["chosen"] == "per-task" == rederive(rec), rec
-    assert m.params["lam"] == 0.0 and m.params["start"] == "zero" and m.params["baseline_guard"] == "off"
-    assert rec["tried"]["pooled"]["errors"] > rec["tried"]["algorithm"]["errors"] > rec["tried"]["per-task"]["errors"]
-    assert "baseline guard: the model is per-task" in proc.stdout
-    # the model is the per-task baseline trained as the run asked, bit for bit
-    alone, _ = _train(sets / "mt.h5", tmp_path / "a.h5", "--algo", "is-multitask", "--rounds", "60", "--lambda", "0",
-                      "--start", "zero", "--baseline-guard", "off", *VALID)
-    assert m.to_json().replace('"chosen": "per-task"', "") != ""  # a model, not a stub
-    assert (m.feature.tolist(), m.coef.tolist()) == (alone.feature.tolist(), alone.coef.tolist())
+    assert rec["chosen"] == "pooled" == rederive(rec), rec
+    assert m.params["refine"] == "off" and m.params["start"] == "logistic" and m.params["baseline_guard"] == "off"
+    assert m.params["start_rounds"] == 60  # the run's rounds
+    assert rec["tried"]["algorithm"]["errors"] > rec["tried"]["per-task"]["errors"] > rec["tried"]["pooled"]["errors"]
+    assert "baseline guard: the model is pooled" in proc.stdout
+    # the model is the pooled baseline trained as the run asked, bit for bit: trees, some split on a task
+    alone, _ = _train(sets / "mt.h5", tmp_path / "a.h5", "--algo", "is-multitask", "--rounds", "60", "--refine", "off",
+                      "--baseline-guard", "off", *VALID)
+    assert m.n_stumps > 0 and m.has_trees and np.any(m.domain >= 0)
+    assert (m.feature.tolist(), m.coef.tolist(), m.domain.tolist()) == \
+        (alone.feature.tolist(), alone.coef.tolist(), alone.domain.tolist())
+    assert [t.to_dict() if hasattr(t, "to_dict") else repr(t) for t in m.trees] == \
+        [t.to_dict() if hasattr(t, "to_dict") else repr(t) for t in alone.trees]
 
 
 DOMAIN_FREE = ("--baseline-guard", "domain-free")
@@ -135,7 +140,7 @@ def test_counts_match_a_naive_twin(sets, tmp_path):
     arrays = read_arrays(sets / "mt.h5")
     X, y, task = arrays["X"], arrays["y"], arrays["domain"]
     off = ("--baseline-guard", "off")
-    runs = {"algorithm": ("--algo", "is-multitask", *off), "pooled": ("--algo", "adaboost", "--weak-learner", "tree", "--loss", "logistic"),
+    runs = {"algorithm": ("--algo", "is-multitask", *off), "pooled": ("--algo", "is-multitask", "--refine", "off", *off),
             "per-task": ("--algo", "is-multitask", "--lambda", "0", "--start", "zero", *off)}
     wrong = {}
     for key, algo in runs.items():

@@ -483,3 +483,29 @@ def test_the_defaults_beat_pooling_and_each_task_alone_on_many_small_imbalanced_
     assert got["defaults"] > max(got["pooled"], got["alone"], got["paper"]) + 0.02, got
     assert got["defaults"] > got["pooled-trees"], got
     assert got["defaults"] >= got["lightgbm"] - 0.01, got
+
+
+def test_refine_off_is_the_start_forest_alone_with_its_errors(mt, tmp_path):
+    """--refine off: the model is the logistic start alone, T trees for T rounds (the pooled baseline of the
+    guard: LightGBM's defaults with a task id column), half the log-odds of `adaboost --loss logistic
+    --weak-learner tree` on every task's rows; its training error is reported, counted apart by numpy."""
+    train, _ = mt
+    metrics = tmp_path / "m.jsonl"
+    proc = run_cli(["train", "--data", str(train), "--rounds", "12", "--model", str(tmp_path / "r.h5"), "--algo",
+                    "is-multitask", "--refine", "off", "--start-task-splits", "off", "--metrics", str(metrics)])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "EMPTY" not in proc.stdout and "empty" not in proc.stderr and "--refine off" in proc.stdout
+    doc = _export(tmp_path / "r.h5")
+    assert doc["params"]["start_rounds"] == 12 and len(doc["ensemble"]) == 12
+    assert all(s["round"] == 0 and s["coef"] == 0.5 for s in doc["ensemble"])
+    _train(train, tmp_path / "forest.h5", "--algo", "adaboost", "--loss", "logistic", "--weak-learner", "tree",
+           rounds=12)
+    assert [doc["trees"][s["tree"]] for s in doc["ensemble"]] == _export(tmp_path / "forest.h5")["trees"]
+    from mpiboost.data.format import read_arrays
+    from mpiboost.model import Model
+
+    a = read_arrays(train)
+    forest = Model.load(tmp_path / "forest.h5").decision_function(a["X"])
+    want = float(np.mean(np.where(0.5 * forest >= 0, 1, -1) != a["y"]))
+    summary = [json.loads(line) for line in metrics.read_text().splitlines() if '"summary"' in line][-1]["summary"]
+    assert summary["train_error"] == pytest.approx(want, abs=1e-12) and summary["members"] == 12

@@ -254,6 +254,11 @@ class Algorithm(ABC):
         """The final ensemble."""
         return self.model
 
+    def start_train_errors(self) -> Optional[int]:
+        """Collective: the training errors (over every rank) of the model's start, its round-0 members fitted in
+        setup, for a run that ends before its first round; None without a start (override)."""
+        return None
+
     def n_train(self, data) -> int:
         """The rows the algorithm trains on: the summary's ``n`` and the denominator of ``train_error``.
 

@@ -118,9 +118,11 @@ class ISMultitask(Algorithm):
                    "start's and the tasks-alone AdaBoost's first distribution, the logistic start's gradients)")
     weak_learners = ("stump", "tree")
     baselines = {
-        "pooled": ("adaboost", {"weak_learner": "tree", "loss": "logistic", "split_gain": None},
-                   "gradient-boosted logistic trees on every task's rows pooled (LightGBM's defaults)", {}),
-        "per-task": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None},
+        "pooled": ("is-multitask", {"start": "logistic", "refine": "off", "start_rounds": None, "lam": 0.0,
+                                    "lam_grid": None, "start_task_splits": "auto"},
+                   "gradient-boosted logistic trees on every task's rows pooled, which may split on the task "
+                   "(LightGBM's defaults with a task id column)", {}),
+        "per-task": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None, "refine": "on"},
                      "AdaBoost on each task's rows alone (lambda 0 from a zero start)", {}),
     }
     parameters = (
@@ -148,7 +150,11 @@ class ISMultitask(Algorithm):
               "validation rows", choices=("zero", "pooled", "logistic"), grid=("zero", "pooled", "logistic"),
               origin="beyond", paper="zero"),
         Param("start_rounds", int, None, "the rounds (at most) of the start: default 100 trees for logistic "
-              "(LightGBM's), 200 for pooled", low=1, high=100_000),
+              "(LightGBM's), 200 for pooled; with --refine off, the run's rounds", low=1, high=100_000),
+        Param("refine", str, "on", "on: the tasks' steps refine the start (the rounds are the steps); off: the "
+              "model is the start alone (with the logistic start, gradient-boosted logistic trees on every "
+              "task's rows that may split on each task: LightGBM on the rows pooled with a task id column)",
+              choices=("on", "off")),
         Param("learning_rate", float, None, "each step adds nu alpha f, alpha the exact step: default "
               "min(1, 1.5 / sqrt(T / J)) after the logistic start (T / J steps per task refine the fitted forest; "
               "0.34 at 20) and with trees (a 31-leaf tree's exact step overfits a task's rows), 1 (the paper's) "
@@ -179,8 +185,9 @@ class ISMultitask(Algorithm):
     @classmethod
     def defaults_for_rounds(cls, params, rounds: int) -> dict:
         # nu after the logistic start follows the steps per task, T / J: J is known in setup, which fills it
-        # in; a resumed run takes the checkpoint's value (recorded values win over these).
-        return {"learning_rate": None}
+        # in; a resumed run takes the checkpoint's value (recorded values win over these). Without steps
+        # (--refine off) the start is the model, and the rounds asked for are its rounds.
+        return {"learning_rate": None, "start_rounds": int(rounds) if params.get("refine") == "off" else None}
 
     def refine_rate(self, J: int) -> float:
         """The default nu after the logistic start: min(1, c / sqrt(T / J)), T the rounds the run asks for."""
@@ -438,7 +445,15 @@ class ISMultitask(Algorithm):
         """The random numbers of task k's next step: keyed by (seed, its step number), as AdaBoost's by its round."""
         return np.random.default_rng([self.seed, int(self.steps[k]) + 1])
 
+    def start_train_errors(self) -> Optional[int]:
+        if self.params["start"] == "zero":
+            return None
+        return int(self.proto.reduce_counts(np.array([sum(b.errors for b in self.blocks)], dtype=np.int64))[0])
+
     def select(self, t: int) -> Optional[Hypothesis]:
+        if self.params.get("refine") == "off":
+            self.stop_message = "--refine off: the model is the start alone"
+            return None
         # The drawn task steps; one without a weak edge left hands the round to the next task of the order
         # (a function of the state, so a resumed run chooses alike); no task with an edge ends training.
         for k in self.task_order(t):

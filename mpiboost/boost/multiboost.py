@@ -313,7 +313,7 @@ class MultiBoost(Algorithm):
     # domain; --baseline-guard domain-free leaves it out, for models that must score rows of unknown domain
     baselines = {"pooled": ("adaboost", {}, "every domain's rows pooled: logistic trees (LightGBM's gbdt) with trees, "
                             "AdaBoost with stumps", {"loss": "logistic", "split_gain": None}),
-                 "per-domain": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None},
+                 "per-domain": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None, "refine": "on"},
                                 "AdaBoost on each domain's rows alone (a model per domain: its predictions need the "
                                 "rows' domain)", {})}
     parameters = (

@@ -32,7 +32,22 @@ def check_options(args: argparse.Namespace) -> None:
 
 
 def run(comm, args: argparse.Namespace, params: dict) -> int:
-    """Collective: the whole online run of the command line (after :func:`check_options`); the exit code."""
+    """Collective: the whole online run of the command line (after :func:`check_options`); the exit code.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's ranks.
+    args : argparse.Namespace
+        The parsed ``train`` options, ``args.stream`` set by :func:`check_options`.
+    params : dict
+        The online booster's own parameters, from its options.
+
+    Returns
+    -------
+    int
+        0, or :data:`mpiboost.signals.PREEMPTED_EXIT` when a signal stopped the pass (nothing is saved).
+    """
     from ..atomic import atomic_path
     from ..outputs import check_outputs, save_model
 

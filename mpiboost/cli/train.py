@@ -148,6 +148,13 @@ def check_launcher(comm, env=None) -> None:
     Inside a Slurm step (``SLURM_PROCID`` set) with ``SLURM_NTASKS`` > 1 but an MPI world of one rank, the
     tasks are independent copies: an agreed error, exit 2. A batch script that runs one process in an
     allocation of several tasks (no ``srun``) only gets a warning: it may be meant, but it uses one rank.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's ranks, as MPI sees them (only its size is read).
+    env : mapping, optional
+        The environment variables to read; None: ``os.environ``.
     """
     import sys
 
@@ -423,7 +430,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         comm.check(not (empty or flat), f"{args.algo}: {why}: not one candidate stump has an edge on the target "
                                         f"rows, so no model was saved to {args.model} (check the target's labels "
                                         f"and features){chose}")
-    if result.model.n_rounds == 0 and comm.is_center:
+    if result.model.n_stumps == 0 and comm.is_center:
         # a legitimate end (an algorithm may find no usable weak learner), but never a silent one
         import sys
 
@@ -535,6 +542,6 @@ def summary_line(s: dict, model_path: str) -> str:
     line += f"; {s['bytes_all_ranks']['sent']:,} bytes sent; model -> {model_path}"
     if s["stop_reason"] != "rounds":
         line += f" (stopped early: {s['stop_reason']})"
-        if s["rounds"] == 0:
+        if s.get("members", s["rounds"]) == 0:
             line += "; the model is EMPTY and predicts the second class for every row"
     return line

@@ -269,6 +269,20 @@ def fit_edges(comm, local_sample: np.ndarray, max_bins: int = MAX_VALUE_BINS) ->
     exchange, so no rank holds more than its block of every rank's values); each owner merges its
     features' parts in rank order and cuts their edges; the edges are then gathered on every rank.
     Merging is order-free (a sort and integer counts), so the edges are those of one process.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that share the sample; each owns a block of the features while the edges are cut.
+    local_sample : numpy.ndarray of shape (m_local, d)
+        This rank's sampled rows (any dtype, NaN = missing).
+    max_bins : int
+        The most value bins of a feature, 2 .. :data:`MAX_VALUE_BINS` (missing values have a bin besides).
+
+    Returns
+    -------
+    BinMapper
+        The edges of every feature, the same on every rank.
     """
     d = local_sample.shape[1]
     distinct = local_distinct(local_sample)

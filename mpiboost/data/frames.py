@@ -38,6 +38,22 @@ def encode(comm, X: Any) -> tuple[Any, Optional[dict]]:
 
     Every rank passes its own rows; the categories are the union of every rank's values (so the codes
     are the same on every rank). Not a DataFrame, or no categorical column: ``(X, None)`` unchanged.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks whose rows share the categories.
+    X : array-like
+        This rank's rows: a pandas DataFrame, or anything else (returned as it is).
+
+    Returns
+    -------
+    X : array-like
+        A copy of the DataFrame whose categorical columns hold their codes (float64, NaN for a missing value),
+        or ``X`` itself.
+    categories : dict or None
+        ``{column name: its categories in code order}``, the same on every rank; None where no rank has a
+        categorical column.
     """
     cols = categorical_columns(X)
     every = comm.allgather(cols) if comm.size > 1 else [cols]

@@ -403,6 +403,20 @@ def read_weights(comm, files: Sequence[FileInfo], start: int, stop: int) -> Opti
     Every file has a ``weight`` dataset or none does; a weight must be finite and >= 0 (an InputError names
     the file and row otherwise: LightGBM refuses negative weights too). A zero weight keeps the row's
     count (``--min-data-in-leaf``) but no gradient, as in LightGBM.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that read the files: an error on one rank (a bad weight) is raised on every rank.
+    files : sequence of FileInfo
+        The data files, inspected (:func:`mpiboost.data.format.inspect`), their rows in order.
+    start, stop : int
+        This rank's global rows ``[start, stop)``.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (stop - start,), or None
+        The weights of this rank's rows; None where no file has a ``weight`` dataset.
     """
     have = [bool(getattr(f, "has_weight", False)) for f in files]
     if not any(have):
@@ -622,7 +636,23 @@ def load_raw(
     domains: str = "auto",
     dedicated_coordinator: bool = False,
 ) -> Shard:
-    """Collective: like :func:`load` but keep this rank's raw feature values (no binning)."""
+    """Collective: like :func:`load` but keep this rank's raw feature values (no binning).
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that read the files, each its block of their rows.
+    paths : sequence of str or os.PathLike
+        Data files; their rows are concatenated in order.
+    task, classes, unseen, domains, dedicated_coordinator
+        As for :func:`load`.
+
+    Returns
+    -------
+    Shard
+        ``X`` holds this rank's raw values ``(n_local, d)`` in the files' common dtype; ``cols`` and ``bins``
+        are None.
+    """
     files, layout, start, stop = _plan(comm, paths, dedicated_coordinator)
     refuse_unlabelled(files, task)
     mode = _domain_mode(files, domains)

@@ -256,6 +256,19 @@ def fingerprint_memory(comm, mf: MemoryFile) -> dict:
     A sum over the rows of a 64-bit hash of (global row id, values, label, domain), reduced exactly, so it is
     the same on any number of ranks and for any blocks; other values, labels or row order almost surely
     change it.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks holding the rows (those :func:`memory_file` was given).
+    mf : MemoryFile
+        The in-memory rows, this rank's block of them (:func:`memory_file`).
+
+    Returns
+    -------
+    dict
+        ``{"file", "n", "d", "X", "y", "domain", "sample_sha256"}``, as
+        :func:`mpiboost.data.fingerprint.fingerprint_file` gives for a file; the same on every rank.
     """
     import hashlib
 

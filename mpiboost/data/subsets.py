@@ -35,6 +35,22 @@ def valid_mask(shard: Shard, fraction: float, seed: int, comm: Comm) -> np.ndarr
     ``floor(F n_g)`` or ``ceil(F n_g)`` rows, spread evenly over the file
     order, and the split depends only on the global order and the seed, not
     on how the rows are spread over the ranks.
+
+    Parameters
+    ----------
+    shard : Shard
+        This rank's rows.
+    fraction : float
+        ``F``, the validation part's share of each (domain, class) group.
+    seed : int
+        The seed of the groups' offsets ``u``.
+    comm : Comm
+        The ranks holding the shard: each group's rows before this rank's are counted over them.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n_local,)
+        True for this rank's rows of the validation part.
     """
     K = 1 if shard.regression else shard.n_classes  # regression: stratified by domain alone
     group = shard.domain.astype(np.int64) * K + (0 if shard.regression else class_index(shard.y))

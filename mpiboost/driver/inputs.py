@@ -138,7 +138,29 @@ def load_inputs(comm: Comm, algo: Algorithm, data: Sequence[str], valid: Optiona
 
 def load_aligned_rows(comm: Comm, paths: Sequence[str], shard: Shard, dedicated_coordinator: bool,
                       option: str) -> tuple[np.ndarray, np.ndarray]:
-    """Collective: this rank's block of extra rows ``(X, domain)``, with the domain ids of the training data."""
+    """Collective: this rank's block of extra rows ``(X, domain)``, with the domain ids of the training data.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that read the files, each its block of their rows.
+    paths : sequence of str
+        The files of extra rows (MultiBoost's ``--q-data``), read raw; their domains are matched to the training
+        domains by name where both have names, else by id.
+    shard : Shard
+        This rank's training rows (their raw values must be kept), whose domains the extra rows take.
+    dedicated_coordinator : bool
+        Rank 0 holds no rows.
+    option : str
+        The parameter's command-line option, named in the messages.
+
+    Returns
+    -------
+    X : numpy.ndarray of shape (m_local, d)
+        This rank's extra rows, their raw values.
+    domain : numpy.ndarray of int32, shape (m_local,)
+        Their training domain ids.
+    """
     if shard.X is None:
         raise InputError(f"{option} needs an algorithm that keeps the raw features")
     extra = load_raw(comm, paths, task=None, dedicated_coordinator=dedicated_coordinator)

@@ -131,10 +131,44 @@ def stream(comm: Comm, algo: str, params: dict, data, opts: dict, seed: int = 0,
            progress: Optional[bool] = False, model_path: Optional[str] = None):
     """Collective: one prequential pass of online booster ``algo`` over ``data``; ``(model, summary, records)``.
 
-    ``data``: the stream's files (paths, or :class:`mpiboost.data.format.FileInfo` such as the in-memory rows of
-    :mod:`mpiboost.data.memory`, every row on every rank), in order; ``opts``: the resolved stream options
-    (:func:`mpiboost.online.options.resolve`). The model is the same on every rank; ``records`` (the progress
-    of the accuracy over the stream) and the summary are the center's.
+    The model is the same on every rank; ``records`` (the progress of the accuracy over the stream) and the
+    summary are the center's.
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that hold the weak learners, each its share; they exchange each block's labels.
+    algo : str
+        The online booster's name (:data:`mpiboost.online.ONLINE`).
+    params : dict
+        The booster's own parameters, checked against its declarations.
+    data : sequence
+        The stream's files (paths, or :class:`mpiboost.data.format.FileInfo` such as the in-memory rows of
+        :mod:`mpiboost.data.memory`, every row on every rank), in order.
+    opts : dict
+        The resolved stream options (:func:`mpiboost.online.options.resolve`).
+    seed : int
+        The seed of the booster's and the pass's random draws (the ``shuffle`` option seeds the order).
+    predictions : str, optional
+        A CSV file the center writes every example's prediction to (``--predictions``).
+    progress : bool, optional
+        A progress bar on the center: True always, False never, None when standard error is a terminal.
+    model_path : str, optional
+        Where the model will be saved, recorded in the summary.
+
+    Returns
+    -------
+    model : OnlineModel
+        The trained booster.
+    summary : dict
+        The pass's figures: accuracies, examples, blocks, bytes, seconds.
+    records : list of dict
+        The accuracy so far at about :data:`REPORTS` points of the stream (empty on the other ranks).
+
+    Raises
+    ------
+    Stopped
+        On every rank alike, when a SIGTERM or SIGUSR1 stopped the pass before its end (no model).
     """
     t_start = time.perf_counter()
     cls = ONLINE[algo]
@@ -265,8 +299,23 @@ class Stream:
     def from_model(cls, comm: Comm, model: OnlineModel, opts: dict, counts=None) -> "Stream":
         """The stream that continues where ``model`` ended (its learners and booster state, at position ``n``).
 
-        ``counts``: the pass's :class:`mpiboost.online.driver.StreamCounts`; by default rebuilt from the
-        model's record (``n`` and the accuracy over the stream).
+        Parameters
+        ----------
+        comm : Comm
+            The ranks that hold the learners: this rank takes its share of the model's, so every rank of
+            ``comm`` builds its stream from the same model.
+        model : OnlineModel
+            The model of the stream so far.
+        opts : dict
+            The resolved stream options (:func:`mpiboost.online.options.resolve`).
+        counts : StreamCounts, optional
+            The pass's :class:`mpiboost.online.driver.StreamCounts`; by default rebuilt from the model's record
+            (``n`` and the accuracy over the stream).
+
+        Returns
+        -------
+        Stream
+            The stream, at position ``n``; :meth:`feed` continues it.
         """
         if counts is None:
             n = int(model.info.get("n") or 0)

@@ -17,7 +17,24 @@ if TYPE_CHECKING:  # annotations only
 
 
 def run_record(comm: Comm, data: Sequence, seed: int) -> dict:
-    """Collective: what a checkpoint of this run records (seed, fingerprint of the training files)."""
+    """Collective: what a checkpoint of this run records (seed, fingerprint of the training files).
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks of the run: a bad file is an error on every rank, and in-memory rows are fingerprinted over
+        all of them.
+    data : sequence
+        The training files (paths), or the in-memory files of the API (:class:`mpiboost.data.memory.MemoryFile`).
+    seed : int
+        The run's seed.
+
+    Returns
+    -------
+    dict
+        ``{"seed": seed, "data": [one fingerprint per file]}`` (:mod:`mpiboost.data.fingerprint`), the same on
+        every rank.
+    """
     from ..data.fingerprint import fingerprint
     from ..data.format import inspect
 

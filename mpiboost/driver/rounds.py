@@ -76,7 +76,42 @@ def round_metrics(t: int, h: Hypothesis, out: dict, n_train: int, verr: Optional
 def run_rounds(comm: Comm, algo: Algorithm, inputs: Inputs, scorer, proto: Protocol, done: int, rounds: int,
                callbacks: Sequence[Callback], run: Optional[dict] = None,
                valid_history: Sequence[float] = ()) -> tuple[str, dict, dict]:
-    """Collective: rounds ``done + 1 .. rounds``; (stop reason, last round's metrics, seconds per phase)."""
+    """Collective: rounds ``done + 1 .. rounds``; (stop reason, last round's metrics, seconds per phase).
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks that train together: they agree on a caught signal after each round, and its byte counts
+        go into the round's metrics.
+    algo : Algorithm
+        The algorithm after :func:`setup` (and the replay of a checkpoint's rounds).
+    inputs : Inputs
+        The training and validation rows.
+    scorer : Scorer or None
+        The validation scorer :func:`setup` returned (None without validation rows).
+    proto : Protocol
+        The protocol the algorithm runs over.
+    done : int
+        Rounds already in the model (those replayed from a checkpoint); 0 for a fresh run.
+    rounds : int
+        The last round to train.
+    callbacks : sequence of Callback
+        Told of the start and of every round; one may stop the rounds.
+    run : dict, optional
+        What the run records for its checkpoints (:func:`mpiboost.driver.record.run_record`).
+    valid_history : sequence of float
+        The validation errors of the replayed rounds, shown to the callbacks.
+
+    Returns
+    -------
+    stop_reason : str
+        ``"rounds"``, the algorithm's ``stop_message`` when its ``select`` ends training (no weak edge left,
+        say), ``"stopped by a callback"`` or ``"stopped by SIGTERM"`` (or ``SIGUSR1``).
+    last : dict
+        The last round's metrics (:func:`round_metrics`; empty when no round ran).
+    phase : dict
+        Seconds per phase over the rounds: ``select``, ``apply``, ``valid``.
+    """
     clock = time.perf_counter
     callbacks = sorted_callbacks(callbacks)
     env = RoundEnv(t=done, rounds=rounds, model=algo.model, is_center=comm.is_center, run=run,

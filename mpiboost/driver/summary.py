@@ -27,7 +27,38 @@ def peak_rss_bytes() -> int:
 # ----------------------------------------------------------------- summary
 def summarize(comm: Comm, proto: Protocol, algo: Algorithm, model: Model, inputs: Inputs, *, stop_reason: str,
               last: dict, phase: dict, threads: int, seconds: dict, sent_before: int) -> dict:
-    """Collective: the run's summary (rows, rounds, errors, time per phase, bytes, memory)."""
+    """Collective: the run's summary (rows, rounds, errors, time per phase, bytes, memory).
+
+    Parameters
+    ----------
+    comm : Comm
+        The ranks of the run: their byte counts are summed and their peak memory gathered.
+    proto : Protocol
+        The protocol the rounds ran over.
+    algo : Algorithm
+        The algorithm after its rounds.
+    model : Model
+        The model kept (its rounds and classes are reported).
+    inputs : Inputs
+        The training rows (their count, features and load timings).
+    stop_reason : str
+        Why the rounds ended (``"rounds"``: all of them ran).
+    last : dict
+        The last round's metrics (its training and validation errors are reported).
+    phase : dict
+        Seconds per phase of the rounds (select, apply, valid).
+    threads : int
+        The threads each rank used.
+    seconds : dict
+        The run's other seconds (total, load, selection, rounds).
+    sent_before : int
+        Bytes this rank had sent before round 1: the rounds' bytes are those sent since.
+
+    Returns
+    -------
+    dict
+        The summary: its ``seconds`` and ``bytes_center`` are this rank's, the rest the same on every rank.
+    """
     shard = inputs.shard
     totals = comm.bytes.totals()
     all_ranks = proto.reduce_counts(np.array([comm.bytes.sent, comm.bytes.received, comm.bytes.sent - sent_before]))
@@ -37,6 +68,7 @@ def summarize(comm: Comm, proto: Protocol, algo: Algorithm, model: Model, inputs
     return {
         "algorithm": algo.name,
         "rounds": model.n_rounds,
+        "members": model.n_stumps,  # with a fitted start (round 0), a model of 0 rounds is not empty
         "stop_reason": stop_reason,
         "n": algo.n_train(shard),
         "d": shard.d,
@@ -73,7 +105,7 @@ def chance_warning(train_error: Optional[float], shard: Shard, algo: Algorithm, 
     """A message when the model is no better on its own training rows than a coin (error 1 - 1/K) or
     than predicting the majority class, whichever is lower (within two standard errors); None otherwise (or for an empty model,
     which has its own message)."""
-    if train_error is None or model.n_rounds == 0 or not np.isfinite(train_error):
+    if train_error is None or model.n_stumps == 0 or not np.isfinite(train_error):
         return None
     K = max(2, int(model.n_classes))
     chance, what = 1.0 - 1.0 / K, "a coin" if K == 2 else "a uniform guess"

@@ -12,7 +12,8 @@ worst task's error, and the guard's choices.
 * ``multiboost --baseline-guard domain-free``: the guard without the model per domain;
 * their baselines: AdaBoost on each task alone (``is-multitask --lambda 0 --start zero``; with stumps,
   is-multitask's, and with trees, MultiBoost's and FedMultiBoost's per-domain baseline) and logistic trees on
-  every row pooled (``adaboost --weak-learner tree --loss logistic``);
+  every row pooled (``adaboost --weak-learner tree --loss logistic``: MultiBoost's pooled baseline), and with
+  splits on the task too (``is-multitask --refine off``: is-multitask's pooled baseline);
 * LightGBM (``--no-peers`` leaves it out): per task, and pooled with the task id as a categorical feature,
   31 leaves, learning rate 0.1, best iteration on the validation rows.
 
@@ -49,6 +50,7 @@ METHODS = {
     "each task alone (AdaBoost trees)": ["--algo", "is-multitask", "--lambda", "0", "--start", "zero",
                                          "--weak-learner", "tree", *OFF],
     "pooled (logistic trees)": ["--algo", "adaboost", "--weak-learner", "tree", "--loss", "logistic"],
+    "pooled + task id (logistic trees)": ["--algo", "is-multitask", "--refine", "off", *OFF],
 }
 PEERS = ["lgb-task-31", "lgb-pooled-31"]
 SETS = ["adult", "amazon", "related", "opposite", "multisource"]
