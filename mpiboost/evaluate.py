@@ -8,6 +8,7 @@ import numpy as np
 from .atomic import atomic_path
 from .data import labels as lab
 from .data.load import load, load_raw
+from .errors import CollectiveError
 from .metrics import auc
 from .model import Model, index_of_scores
 
@@ -99,6 +100,24 @@ def check_features(model, paths: Sequence[str]) -> None:
                               "file with the training file's columns in their order")
 
 
+def check_tasks(model: Model, shard) -> None:
+    """Refuse rows a task model cannot score (CollectiveError naming the file): it scores each row with its
+    task's ensemble, so the rows must carry tasks (a ``domain`` column, or one file per task), and those of the
+    model, by id and, where both name them, by name."""
+    path = shard.files[0].path
+    if len(shard.files) == 1 and not shard.files[0].has_domain:
+        raise CollectiveError(f"{path}: a {model.algorithm} model scores each row with its task's ensemble (a model "
+                              "per task or domain), and the file has no 'domain' column")
+    names = list(model.domain_names or [])
+    J = len(names) or 1
+    if shard.n_domains > J:
+        raise CollectiveError(f"{path}: the rows hold {shard.n_domains} tasks (domains), the model {J}")
+    have = list(shard.domain_names or [])
+    if names and have and have[: len(names)] != names[: len(have)]:
+        raise CollectiveError(f"{path}: the rows' tasks (domains) {have[:6]} are not the model's {names[:6]} (in "
+                              "that order)")
+
+
 def _scores(comm: Comm, model: Model, paths: Sequence[str], task: Optional[str], dedicated: bool, unseen=None):
     check_features(model, paths)
     if getattr(model, "kind", None) == "online":  # raw features, no bins
@@ -108,6 +127,7 @@ def _scores(comm: Comm, model: Model, paths: Sequence[str], task: Optional[str],
     shard = load(comm, paths, task=task, classes=model.classes if task else None, unseen=unseen, bins=model.bins,
                  dedicated_coordinator=dedicated, keep_raw=model.needs_raw)
     if getattr(model, "takes_task", False):  # one ensemble per task: each row scored by its own task's
+        check_tasks(model, shard)
         return shard, model.decision_binned(shard.cols, shard.X, shard.domain)
     return shard, model.decision_binned(shard.cols, shard.X)
 

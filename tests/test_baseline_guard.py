@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mpi_util import mpiexec, run_cli
-from mpiboost.data.format import read_arrays
+from mpiboost.data.format import read_arrays, write_dataset
 from mpiboost.driver.selection.paired import auc_difference
 from mpiboost.model import Model
 
@@ -69,7 +69,7 @@ def test_a_baseline_that_validates_better_is_the_model(sets, tmp_path):
     rec = m.info["baseline_guard"]
     assert rec["chosen"] == "pooled" == rederive(rec), rec
     assert m.params["refine"] == "off" and m.params["start"] == "logistic" and m.params["baseline_guard"] == "off"
-    assert m.params["start_rounds"] == 60  # the run's rounds
+    assert m.params["start_rounds"] == 100  # LightGBM's 100 trees, cut at the lowest validation log-loss
     assert rec["tried"]["algorithm"]["errors"] > rec["tried"]["per-task"]["errors"] > rec["tried"]["pooled"]["errors"]
     assert "baseline guard: the model is pooled" in proc.stdout
     # the model is the pooled baseline trained as the run asked, bit for bit: trees, some split on a task
@@ -130,6 +130,12 @@ def test_a_model_per_domain_where_the_domains_differ(sets, tmp_path):
     assert pred.returncode == 0, pred.stderr
     want = np.where(alone.decision_function(arrays["X"], arrays["domain"]) >= 0, 1, -1)
     assert np.array_equal(np.load(out).astype(int), want)
+    # rows without their domain cannot be scored by a model per domain: refused, naming the file
+    write_dataset(tmp_path / "nod.h5", arrays["X"][:50], arrays["y"][:50])
+    pred = run_cli(["predict", "--model", str(tmp_path / "m.h5"), "--data", str(tmp_path / "nod.h5"), "--out",
+                    str(tmp_path / "q.npy")])
+    assert pred.returncode == 2 and "nod.h5" in pred.stderr and "no 'domain' column" in pred.stderr, pred.stderr
+    assert not (tmp_path / "q.npy").exists()
 
 
 def test_counts_match_a_naive_twin(sets, tmp_path):

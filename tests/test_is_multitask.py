@@ -486,13 +486,14 @@ def test_the_defaults_beat_pooling_and_each_task_alone_on_many_small_imbalanced_
 
 
 def test_refine_off_is_the_start_forest_alone_with_its_errors(mt, tmp_path):
-    """--refine off: the model is the logistic start alone, T trees for T rounds (the pooled baseline of the
+    """--refine off: the model is the logistic start alone, its --start-rounds trees (the pooled baseline of the
     guard: LightGBM's defaults with a task id column), half the log-odds of `adaboost --loss logistic
     --weak-learner tree` on every task's rows; its training error is reported, counted apart by numpy."""
     train, _ = mt
     metrics = tmp_path / "m.jsonl"
-    proc = run_cli(["train", "--data", str(train), "--rounds", "12", "--model", str(tmp_path / "r.h5"), "--algo",
-                    "is-multitask", "--refine", "off", "--start-task-splits", "off", "--metrics", str(metrics)])
+    proc = run_cli(["train", "--data", str(train), "--rounds", "30", "--start-rounds", "12", "--model",
+                    str(tmp_path / "r.h5"), "--algo", "is-multitask", "--refine", "off", "--start-task-splits", "off",
+                    "--metrics", str(metrics)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "EMPTY" not in proc.stdout and "empty" not in proc.stderr and "--refine off" in proc.stdout
     doc = _export(tmp_path / "r.h5")

@@ -150,10 +150,11 @@ class ISMultitask(Algorithm):
               "validation rows", choices=("zero", "pooled", "logistic"), grid=("zero", "pooled", "logistic"),
               origin="beyond", paper="zero"),
         Param("start_rounds", int, None, "the rounds (at most) of the start: default 100 trees for logistic "
-              "(LightGBM's), 200 for pooled; with --refine off, the run's rounds", low=1, high=100_000),
+              "(LightGBM's), 200 for pooled", low=1, high=100_000),
         Param("refine", str, "on", "on: the tasks' steps refine the start (the rounds are the steps); off: the "
-              "model is the start alone (with the logistic start, gradient-boosted logistic trees on every "
-              "task's rows that may split on each task: LightGBM on the rows pooled with a task id column)",
+              "model is the start alone, its --start-rounds trees (with the logistic start, gradient-boosted "
+              "logistic trees on every task's rows that may split on each task: LightGBM's defaults on the rows "
+              "pooled with a task id column)",
               choices=("on", "off")),
         Param("learning_rate", float, None, "each step adds nu alpha f, alpha the exact step: default "
               "min(1, 1.5 / sqrt(T / J)) after the logistic start (T / J steps per task refine the fitted forest; "
@@ -185,9 +186,8 @@ class ISMultitask(Algorithm):
     @classmethod
     def defaults_for_rounds(cls, params, rounds: int) -> dict:
         # nu after the logistic start follows the steps per task, T / J: J is known in setup, which fills it
-        # in; a resumed run takes the checkpoint's value (recorded values win over these). Without steps
-        # (--refine off) the start is the model, and the rounds asked for are its rounds.
-        return {"learning_rate": None, "start_rounds": int(rounds) if params.get("refine") == "off" else None}
+        # in; a resumed run takes the checkpoint's value (recorded values win over these).
+        return {"learning_rate": None}
 
     def refine_rate(self, J: int) -> float:
         """The default nu after the logistic start: min(1, c / sqrt(T / J)), T the rounds the run asks for."""
