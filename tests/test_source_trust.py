@@ -173,6 +173,12 @@ def _gains_against(rec, incumbent):
         if s != incumbent and gain > 0 and gain > se:
             beat[s] = gain
     assert rec["chosen"] == (max(beat, key=lambda s: (beat[s], -list(rec["tried"]).index(s))) if beat else incumbent)
+    # the same outcomes against the target alone (what a rule with the target as incumbent reads)
+    for s, t in rec["vs_target"].items():
+        assert t["errors"] == rec["tried"][s]["errors"]
+        assert np.isclose(t["gain"], (rec["tried"]["target"]["errors"] - t["errors"]) / n, rtol=1e-12, atol=0)
+        assert abs(rec["tried"]["target"]["errors"] - t["errors"]) <= t["differ"] <= n
+    assert rec["vs_target"]["target"]["differ"] == 0
 
 
 def test_the_algorithm_stays_unless_an_alternative_wins_by_one_standard_error(tmp_path):

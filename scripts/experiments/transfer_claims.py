@@ -144,6 +144,7 @@ def run_method(args, comm, spec: str, target_file: Path, source_files: list, tes
             "source_trust": (s.get("source_trust") or {}).get("chosen"),
             "source_trust_tried": (s.get("source_trust") or {}).get("tried"),  # held-out counts
             "source_trust_screen": (s.get("source_trust") or {}).get("screen"),
+            "source_trust_record": s.get("source_trust"),  # the whole record: trust_rules.py reads it
             "empty": model.n_rounds == 0, "stop_reason": s["stop_reason"],
             "seconds": time.perf_counter() - t0}
 

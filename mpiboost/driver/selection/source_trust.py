@@ -351,7 +351,8 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: 
     -------
     dict
         ``chosen`` (a strategy), ``folds``, ``rule``, and per strategy its
-        held-out ``errors``, ``error`` (their fraction) and ``margin``.
+        held-out ``errors``, ``error`` (their fraction) and ``margin``; ``vs_target``: each strategy's
+        paired counts against the target alone (:func:`.paired.paired_gain`).
     """
     shard = inputs.shard
     counts = target_class_counts(comm, shard, target)
@@ -384,6 +385,8 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: 
         paired = paired_gain(comm, base_wrong, wrong, n_target)
         total = float(proto.reduce_terms([_exact.partials(np.ascontiguousarray(margin))])[0])  # exact: any ranks
         tried[s] = {**paired, "error": paired["errors"] / n_target, "margin": total / n_target}
+    # each way against the target alone too: the counts a rule with another incumbent would choose by
+    vs_target = {s: paired_gain(comm, outcomes["target"][0], outcomes[s][0], n_target) for s in STRATEGIES}
     chosen = incumbent
     for s in STRATEGIES:
         t = tried[s]
@@ -397,7 +400,7 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: 
     return {"chosen": chosen, "folds": k, "n_target": n_target, "screen": shown, "incumbent": incumbent,
             "rule": f"{why}: {incumbent} unless {others} has fewer held-out target errors, by more than "
                     f"{SWITCH_SE} standard error of the paired per-row differences (the larger gain wins)",
-            "tried": tried}
+            "tried": tried, "vs_target": vs_target}
 
 
 def target_class_counts(comm: Comm, shard: Shard, target: int) -> np.ndarray:
