@@ -160,3 +160,16 @@ def test_no_argparse_namespace_below_the_command_line():
             elif isinstance(node, ast.ImportFrom) and node.module == "argparse":
                 found.append(f"{name}: from argparse import ...")
     assert found == []
+
+
+def test_every_public_function_of_the_seams_documents_its_parameters():
+    """A public function that takes the communicator (a collective, or one every rank calls) has a numpydoc
+    Parameters section: the seams between the layers say what they take."""
+    missing = []
+    for path in sorted(ROOT.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                names = [a.arg for a in node.args.args + node.args.kwonlyargs]
+                if "comm" in names and "Parameters\n" not in (ast.get_docstring(node) or ""):
+                    missing.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} {node.name}")
+    assert not missing, missing

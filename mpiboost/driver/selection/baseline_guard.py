@@ -88,6 +88,21 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
            rounds_chosen: bool, patience: Optional[int], callbacks=()) -> dict:
     """Collective: the algorithm or one of its baselines, by their scores on the validation rows.
 
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    algorithm, params, rounds, seed
+        The run as asked for (the baselines take the parameters they declare).
+    inputs : Inputs
+        The training and validation inputs (the guard needs validation rows).
+    rounds_chosen : bool
+        Each candidate is cut at its own best validation round (``--best-round`` / ``--early-stop``).
+    patience : int or None
+        Early stopping's patience (None: none).
+    callbacks
+        Told of each training (``on_fit_end``).
+
     Returns
     -------
     dict

@@ -43,8 +43,16 @@ def row_outcomes(model, shard: Shard, rows: np.ndarray,
 def paired_gain(comm: Comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int) -> dict:
     """Collective: the paired comparison of ``wrong`` against ``base_wrong`` on the same held-out rows.
 
-    ``base_wrong`` and ``wrong`` are this rank's 0/1 errors of two models on the same held-out rows; ``n`` the
-    held-out rows of all ranks. The gain is the mean of the paired differences ``base_wrong - wrong`` (+1 where
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    base_wrong, wrong : numpy.ndarray
+        int64, this rank's 0/1 errors of the incumbent and of the other model on the same held-out rows.
+    n : int
+        The held-out rows of all ranks.
+
+    The gain is the mean of the paired differences ``base_wrong - wrong`` (+1 where The gain is the mean of the paired differences ``base_wrong - wrong`` (+1 where
     the second model is right and the first wrong), from exact integer sums: the same on any number of ranks.
 
     Returns
@@ -117,7 +125,24 @@ def auc_difference(y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, 
 def paired_auc(comm: Comm, y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, other: np.ndarray
                ) -> tuple[float, float]:
     """Collective: :func:`auc_difference` of every rank's rows (the center gathers them in the global row
-    order, computes, and sends the two numbers): the same on any number of ranks."""
+    order, computes, and sends the two numbers): the same on any number of ranks.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    y : numpy.ndarray
+        This rank's labels (-1/+1) of the held-out rows.
+    task : numpy.ndarray or None
+        Their tasks: the AUC is then the mean over the tasks.
+    base, other : numpy.ndarray
+        The two models' scores of those rows.
+
+    Returns
+    -------
+    tuple of float
+        The AUC of ``other`` minus that of ``base``, and its standard error.
+    """
     parts = [comm.gatherv(np.ascontiguousarray(a)) for a in
              (np.asarray(y, dtype=np.int64), np.zeros(0, dtype=np.int64) if task is None else
               np.asarray(task, dtype=np.int64), np.asarray(base, dtype=np.float64),
@@ -135,7 +160,20 @@ def switches(gain: float, se: float) -> bool:
 
 
 def count(comm: Comm, values: np.ndarray) -> int:
-    """Collective: the sum of this rank's integer ``values`` over every rank."""
+    """Collective: the sum of this rank's integer ``values`` over every rank.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    values : numpy.ndarray
+        This rank's integers.
+
+    Returns
+    -------
+    int
+        Their sum over every rank (exact).
+    """
     return int(comm.allreduce_int(np.array([int(np.sum(values))], dtype=np.int64))[0])
 
 

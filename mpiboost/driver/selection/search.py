@@ -26,6 +26,32 @@ def search(comm: Comm, algorithm: str, params: Optional[dict], auto: dict, round
     picks it); the lowest best-round validation error wins, the earlier grid
     point of equal ones. Every rank sees the same reduced errors, so every
     rank chooses alike.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    algorithm : str
+        The algorithm's registry name.
+    params : dict or None
+        Its parameters, those of ``auto`` given as ``"auto"``.
+    auto : dict
+        Parameter name -> the grid of values to try.
+    rounds : int
+        The rounds of each grid point's run.
+    inputs : Inputs
+        The training and validation inputs.
+    seed : int
+        The run's seed.
+    patience : int or None
+        Early stopping's patience of each run (None: none).
+    callbacks
+        Told of each training (``on_fit_end``).
+
+    Returns
+    -------
+    dict
+        ``chosen`` (name -> value) and ``tried`` (each grid point's values and best-round validation error).
     """
     names = list(auto)
     tried = []

@@ -149,6 +149,24 @@ def target_folds(shard: Shard, target: int, k: int, seed: int, comm: Comm) -> np
     permuted order of class c goes to fold ``(j + n_before_c) mod k``, with
     ``n_before_c`` the target rows of the classes before c, so the folds differ
     in size by at most one row and every class is spread over them evenly.
+
+    Parameters
+    ----------
+    shard : Shard
+        This rank's training rows (every domain's).
+    target : int
+        The target domain's index.
+    k : int
+        The number of folds (at most the target's rows).
+    seed : int
+        The run's seed: the permutation of each class's rows.
+    comm : Comm
+        The job's communicator.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, one per row of this rank: the row's fold, or -1 off the target.
     """
     is_t = shard.domain == target
     cls = class_index(shard.y)
@@ -177,6 +195,22 @@ def own_bins(comm: Comm, shard: Shard, keep: np.ndarray, seed: int = 0):
     rows alone would be: the same edges, so the model AdaBoost gives them alone.
     ``shard`` must hold its rows as the files do (``Shard.file_rows``: a
     transfer run refuses ``--valid-fraction``, so the driver's always do).
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    shard : Shard
+        This rank's rows, as the files hold them.
+    keep : numpy.ndarray
+        bool, one per row of this rank: the rows to keep.
+    seed : int
+        The seed of the bin edges' sample (the run's).
+
+    Returns
+    -------
+    Shard
+        The kept rows, binned by edges of their own.
     """
     if not shard.file_rows:
         raise RuntimeError("own_bins needs the rows as the files hold them, not a subset")
@@ -217,7 +251,24 @@ def rebin(shard: Shard, rows: np.ndarray, bins) -> np.ndarray:
 
 def target_only(comm: Comm, inputs, target: int, seed: int):
     """Collective: the training inputs of the target rows alone (:func:`own_bins`), the validation rows
-    binned as they are."""
+    binned as they are.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    inputs : Inputs
+        The run's training (and validation) inputs.
+    target : int
+        The target domain's index.
+    seed : int
+        The run's seed.
+
+    Returns
+    -------
+    Inputs
+        The target rows alone, binned by their own edges, with the validation rows rebinned by them.
+    """
     part = own_bins(comm, inputs.shard, inputs.shard.domain == target, seed)
     valid = inputs.valid
     if valid is not None:
@@ -235,6 +286,27 @@ def source_screen(comm: Comm, params: dict, rounds: int, inputs, seed: int, targ
     sources is gradient-boosted logistic trees on every source row. Neither sees a target row. Trees whatever
     the run's weak learner (``SCREEN_LEARNER``): the screen's test holds its level for any such model, and a
     stronger one shows a related source's rule with fewer target rows.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    params, rounds, seed
+        The transfer run as asked for (its tree parameters and rounds are the screened models').
+    inputs : Inputs
+        The training inputs (target and source rows).
+    target : int
+        The target domain's index.
+    n_target : int
+        The target's rows over every rank.
+    callbacks
+        Told of each training (``on_fit_end``).
+
+    Returns
+    -------
+    dict
+        ``str(source)`` (or ``"sources"``) -> ``errors``, ``margin_sum`` and ``margin_square`` over the
+        target rows (exact sums, the same on any number of ranks).
     """
     shard = inputs.shard
     counts = np.asarray(shard.domain_counts if shard.domain_counts is not None else [], dtype=np.int64)
@@ -302,6 +374,25 @@ def carries_over(stats: dict, n_target: int, candidates: int = 1) -> bool:
 def held_out(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: int, target: int,
              fold: np.ndarray, k: int, n_target: int, callbacks=()) -> dict:
     """Collective: each strategy's outcome on each of this rank's target rows when that row's fold was held out.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    algorithm, params, rounds, seed
+        The transfer run as asked for.
+    inputs : Inputs
+        The training inputs (target and source rows).
+    target : int
+        The target domain's index.
+    fold : numpy.ndarray
+        Each row's fold (:func:`target_folds`; -1 off the target).
+    k : int
+        The number of folds.
+    n_target : int
+        The target's rows over every rank.
+    callbacks
+        Told of each training (``on_fit_end``).
 
     Returns
     -------
@@ -404,7 +495,22 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: 
 
 
 def target_class_counts(comm: Comm, shard: Shard, target: int) -> np.ndarray:
-    """Collective: the global count of each class among the target rows."""
+    """Collective: the global count of each class among the target rows.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    shard : Shard
+        This rank's training rows.
+    target : int
+        The target domain's index.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64, one count per class (at least two).
+    """
     K = max(int(shard.n_classes), 2)
     local = np.bincount(class_index(shard.y[shard.domain == target]), minlength=K).astype(np.int64)
     return comm.allreduce_int(local)
