@@ -19,7 +19,8 @@ worst task's error, and the guard's choices.
 
 Sets: ``adult`` (3 tasks by education; :mod:`multitask_real`), ``amazon`` (4 review domains), the generated
 ``related`` (IS Dataset 1: 3 tasks of one boundary, shifted), ``opposite`` (IS Dataset 2: 3 tasks label
-against the other 3) and ``multisource`` (3 domains of shifted rules, MultiBoost's).
+against the other 3), ``multisource`` (3 domains of shifted rules, MultiBoost's) and ``unrelated`` (6 tasks of
+the many-tasks generator that share nothing: ``--shared 0 --interaction 0``, 30% positives).
 
     python scripts/experiments/guard_table.py                      # every set, 5 repetitions
     python scripts/experiments/guard_table.py --sets related opposite --reps 2 --rounds 50
@@ -53,7 +54,7 @@ METHODS = {
     "pooled + task id (logistic trees)": ["--algo", "is-multitask", "--refine", "off", *OFF],
 }
 PEERS = ["lgb-task-31", "lgb-pooled-31"]
-SETS = ["adult", "amazon", "related", "opposite", "multisource"]
+SETS = ["adult", "amazon", "related", "opposite", "multisource", "unrelated"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -82,6 +83,10 @@ def synth_splits(args, name: str):
         for path, n, seed in ((paths[0], 600, 2 * r + 1), (paths[1], 2000, 2 * r + 2)):
             if name == "multisource":
                 cmd = ["multisource", "--n", str(3 * n), "--seed", str(seed)]
+            elif name == "unrelated":
+                # six tasks that share no direction and no interaction: each its own rule
+                cmd = ["manytasks", "--tasks", "6", "--n", str(2 * n), "--shared", "0", "--interaction", "0",
+                       "--positive-rate", "0.3", "--seed", str(seed), "--task-seed", str(r)]
             else:
                 cmd = ["multitask", "--dataset", "1" if name == "related" else "2", "--n", str(n), "--seed",
                        str(seed), "--task-seed", str(r)]
