@@ -20,7 +20,7 @@ worst task's error, and the guard's choices.
 Sets: ``adult`` (3 tasks by education; :mod:`multitask_real`), ``amazon`` (4 review domains), the generated
 ``related`` (IS Dataset 1: 3 tasks of one boundary, shifted), ``opposite`` (IS Dataset 2: 3 tasks label
 against the other 3), ``multisource`` (3 domains of shifted rules, MultiBoost's) and ``unrelated`` (6 tasks of
-the many-tasks generator that share nothing: ``--shared 0 --interaction 0``, 30% positives).
+the many-tasks generator that share nothing: ``--shared 0 --interaction 0``, 30% positives, ``--n 1200``).
 
     python scripts/experiments/guard_table.py                      # every set, 5 repetitions
     python scripts/experiments/guard_table.py --sets related opposite --reps 2 --rounds 50
