@@ -232,3 +232,38 @@ def test_same_choice_and_model_on_1_to_4_ranks(sets, tmp_path):
         for n, m in models.items():
             assert m.info["baseline_guard"] == models[1].info["baseline_guard"], (args, n)
             assert (m.feature.tolist(), m.coef.tolist()) == (models[1].feature.tolist(), models[1].coef.tolist())
+
+
+def test_sample_weights_weigh_each_rows_error(sets, tmp_path):
+    """With sample weights the guard's gain and standard error are by the weights, against a numpy twin (each
+    candidate trained by hand, scored on the validation rows, np.average of the paired differences); the
+    counts are kept beside them."""
+    arrays = read_arrays(sets / "ms.h5")
+    X, y, dom = arrays["X"], arrays["y"], arrays["domain"]
+    w = np.random.default_rng(3).choice([0.5, 1.0, 4.0], size=y.size)
+    data = tmp_path / "w.h5"
+    write_dataset(data, X, y, dom, weight=w, domain_names=["domain1", "domain2", "domain3"])
+    m, _ = _train(data, tmp_path / "m.h5", "--algo", "multiboost", "--rounds", "20", "--valid", data)
+    rec = m.info["baseline_guard"]
+    assert rec["weighted"] and "by the rows' weights" in rec["rule"]
+    runs = {"algorithm": ("--algo", "multiboost", "--baseline-guard", "off"),
+            "pooled": ("--algo", "adaboost", "--weak-learner", "tree", "--loss", "logistic"),
+            "per-domain": ("--algo", "is-multitask", "--lambda", "0", "--start", "zero", "--weak-learner", "tree",
+                           "--baseline-guard", "off")}
+    wrong = {}
+    for key, algo in runs.items():
+        twin, _ = _train(data, tmp_path / f"{key}.h5", *algo, "--rounds", "20")
+        score = twin.decision_function(X, dom) if twin.takes_task else twin.decision_function(X)
+        wrong[key] = (np.where(score >= 0, 1, -1) != y).astype(float)
+    assert rec["tried"]["algorithm"]["weighted_errors"] == pytest.approx(float(w @ wrong["algorithm"]), rel=1e-12)
+    best, chosen = 0.0, "algorithm"
+    for key in ("pooled", "per-domain"):
+        t = rec["tried"][key]
+        d = wrong["algorithm"] - wrong[key]
+        gain = np.average(d, weights=w)
+        se = np.sqrt(np.sum(w ** 2 * (d - gain) ** 2)) / w.sum()
+        assert t["errors"] == int(wrong[key].sum()) and t["weighted_errors"] == pytest.approx(float(w @ wrong[key]))
+        assert t["gain"] == pytest.approx(gain, rel=1e-12, abs=1e-15) and t["se"] == pytest.approx(se, rel=1e-9)
+        if gain > 0 and gain > se and gain > best:
+            best, chosen = gain, key
+    assert rec["chosen"] == chosen

@@ -182,3 +182,26 @@ def test_the_check_prints_a_line_per_training(sets, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "noise check 1/2 (SmoothBoost): 15 rounds in " in proc.stderr, proc.stderr
     assert "noise check 2/2 (AdaBoost): " in proc.stderr and "selection " in proc.stdout
+
+
+def test_validation_weights_weigh_each_rows_error(sets, tmp_path):
+    """Validation rows with sample weights: the gain and its standard error are by the weights, against numpy
+    (np.average of the paired differences of the two models trained by hand)."""
+    from mpiboost.data.format import write_dataset
+
+    arrays = read_arrays(sets / "valid.h5")
+    X, y = arrays["X"], arrays["y"]
+    w = np.random.default_rng(5).choice([0.25, 1.0, 3.0], size=y.size)
+    write_dataset(tmp_path / "vw.h5", X, y, weight=w)
+    m = _train(sets / "noisy.h5", tmp_path / "m.h5", "--algo", "smoothboost", "--valid", tmp_path / "vw.h5", *TREES)
+    ada = m.info["noise_check"]["tried"]["adaboost"]
+    wrong = {}
+    for key, algo in (("algorithm", ("--algo", "smoothboost", "--noise-check", "off")), ("adaboost", ("--algo", "adaboost"))):
+        twin = _train(sets / "noisy.h5", tmp_path / f"{key}.h5", *algo, *TREES)
+        wrong[key] = (twin.predict(X) != y).astype(float)
+    d = wrong["algorithm"] - wrong["adaboost"]
+    gain = np.average(d, weights=w)
+    assert ada["gain"] == pytest.approx(gain, rel=1e-12, abs=1e-15)
+    assert ada["se"] == pytest.approx(np.sqrt(np.sum(w ** 2 * (d - gain) ** 2)) / w.sum(), rel=1e-9)
+    assert ada["weighted_errors"] == pytest.approx(float(w @ wrong["adaboost"]), rel=1e-12)
+    assert m.info["noise_check"]["chosen"] == ("adaboost" if gain > 0 and gain > ada["se"] else "algorithm")

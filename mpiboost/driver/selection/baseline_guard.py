@@ -13,6 +13,8 @@ task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boos
 * the measure is the run's: 0/1 errors (the paired per-row differences, :func:`.paired.paired_gain`) or,
   with ``--valid-metric auc``, the AUC (mean over the tasks of a task model), whose paired difference and
   standard error are DeLong's (:func:`.paired.paired_auc`);
+* with sample weights each row's error counts its weight (:func:`.paired.weighted_gain`; the counts are kept
+  beside); AUC comparisons are unweighted;
 * the algorithm stays unless a baseline beats it by more than ``SWITCH_SE`` standard errors (the one-
   standard-error rule of every selection here); of several such, the larger gain wins;
 * the one chosen is the model, trained on the training rows as the run asked; the record, with each
@@ -41,7 +43,7 @@ from ...errors import CollectiveError
 from ..inputs import Inputs
 from ..record import selection_record
 from .base import Context, Plan, candidate
-from .paired import SWITCH_SE, count, paired_auc, paired_gain, scores, switches
+from .paired import SWITCH_SE, count, paired_auc, paired_gain, row_weights, scores, switches, weighted_gain
 
 if TYPE_CHECKING:  # annotations only
     from ...comm import Comm
@@ -132,11 +134,17 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     # share a scale), else over every row
     task = np.asarray(held.domain) if any(takes_task(algorithm, k) for k in names) else None
     tried: dict = {}
+    # the rows' sample weights, where the data has them: each row's error counts that many times
+    weight = row_weights(comm, held)
+    weighted = weight is not None
     if metric == "error":
         wrong = {k: (np.where(s >= 0, 1, -1) != y).astype(np.int64) for k, s in outcome.items()}
         tried["algorithm"] = {"errors": count(comm, wrong["algorithm"])}
+        if weighted:
+            tried["algorithm"]["weighted_errors"] = weighted_gain(comm, wrong["algorithm"], wrong["algorithm"],
+                                                                  weight)["weighted_errors"]
         for k in names[1:]:
-            tried[k] = paired_gain(comm, wrong["algorithm"], wrong[k], n)
+            tried[k] = paired_gain(comm, wrong["algorithm"], wrong[k], n, weight)
     else:
         tried["algorithm"] = {}
         for k in names[1:]:
@@ -147,8 +155,10 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
         t = tried[k]
         if switches(t["gain"], t["se"]) and (chosen == "algorithm" or t["gain"] > tried[chosen]["gain"]):
             chosen = k
-    what = "held-out errors" if metric == "error" else "AUC" + (" (the mean over the tasks)" if task is not None else "")
-    return {"chosen": chosen, "metric": metric, "held_out": n, "tried": tried,
+    what = ("held-out errors" + (" (by the rows' weights)" if weighted else "") if metric == "error" else
+            "AUC" + (" (the mean over the tasks)" if task is not None else "") + (" (unweighted)" if weighted else ""))
+    by_weight = bool(weighted and metric == "error")
+    return {"chosen": chosen, "metric": metric, "held_out": n, "tried": tried, "weighted": by_weight,
             "rule": f"{algorithm} unless a baseline ({', '.join(names[1:])}) is better in {what} on the validation "
                     f"rows by more than {SWITCH_SE:g} standard error of the paired differences (the larger gain "
                     "wins)"}

@@ -53,7 +53,7 @@ from ...errors import CollectiveError
 from ..inputs import Inputs
 from ..record import selection_record
 from .base import Context, Plan, candidate
-from .paired import SWITCH_SE, count, paired_gain, row_outcomes, switches
+from .paired import SWITCH_SE, count, paired_gain, row_outcomes, row_weights, switches
 
 if TYPE_CHECKING:  # annotations only
     from ...comm import Comm
@@ -134,7 +134,8 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: 
         watchdog.tick()
     n = count(comm, rows.size)  # at least 1: split_valid refuses none
     mine = count(comm, wrong["algorithm"])
-    ada = paired_gain(comm, wrong["algorithm"], wrong["adaboost"], n)
+    weight = row_weights(comm, held, rows)  # with sample weights each row's error counts its weight
+    ada = paired_gain(comm, wrong["algorithm"], wrong["adaboost"], n, weight)
     chosen = "adaboost" if switches(ada["gain"], ada["se"]) else "algorithm"
     return {"chosen": chosen, "held_out": n, "rows": where,
             "rule": f"SmoothBoost unless AdaBoost has fewer errors on {where} by more than {SWITCH_SE:g} standard "

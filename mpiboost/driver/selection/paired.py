@@ -40,7 +40,8 @@ def row_outcomes(model, shard: Shard, rows: np.ndarray,
     return wrong, y * score / scale
 
 
-def paired_gain(comm: Comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int) -> dict:
+def paired_gain(comm: Comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int,
+                weight: Optional[np.ndarray] = None) -> dict:
     """Collective: the paired comparison of ``wrong`` against ``base_wrong`` on the same held-out rows.
 
     Parameters
@@ -51,6 +52,9 @@ def paired_gain(comm: Comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int) -
         int64, this rank's 0/1 errors of the incumbent and of the other model on the same held-out rows.
     n : int
         The held-out rows of all ranks.
+    weight : numpy.ndarray, optional
+        This rank's weights of those rows: ``gain`` and ``se`` are then by the weights
+        (:func:`weighted_gain`), the counts kept beside them.
 
     The gain is the mean of the paired differences ``base_wrong - wrong`` (+1 where The gain is the mean of the paired differences ``base_wrong - wrong`` (+1 where
     the second model is right and the first wrong), from exact integer sums: the same on any number of ranks.
@@ -65,7 +69,73 @@ def paired_gain(comm: Comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int) -
     d = base_wrong - wrong
     sums = comm.allreduce_int(np.array([wrong.sum(), d.sum(), (d * d).sum()], dtype=np.int64))
     gain, se = gain_and_se(int(sums[1]), int(sums[2]), n)
-    return {"errors": int(sums[0]), "differ": int(sums[2]), "gain": gain, "se": se}
+    out = {"errors": int(sums[0]), "differ": int(sums[2]), "gain": gain, "se": se}
+    if weight is not None:
+        out.update(weighted_gain(comm, base_wrong, wrong, weight))
+    return out
+
+
+def row_weights(comm: Comm, shard: Shard, rows: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
+    """Collective: this rank's sample weights of ``shard``'s ``rows`` (every row if None) where the data has
+    weights on some rank (ones on a rank without), else None: the ``weight`` of :func:`paired_gain`.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    shard : Shard
+        This rank's held-out rows (or the rows ``rows`` index).
+    rows : numpy.ndarray, optional
+        Indices into ``shard``'s rows.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        float64 weights, one per row.
+    """
+    if count(comm, np.array([shard.weight is not None], dtype=np.int64)) == 0:
+        return None
+    n = shard.n_local if rows is None else rows.size
+    if shard.weight is None:
+        return np.ones(n)
+    w = np.asarray(shard.weight, dtype=np.float64)
+    return w if rows is None else w[rows]
+
+
+def weighted_gain(comm: Comm, base_wrong: np.ndarray, wrong: np.ndarray, weight: np.ndarray) -> dict:
+    """Collective: :func:`paired_gain` with each row counted ``weight`` times (the rows' sample weights).
+
+    The gain is the weighted mean of the paired differences, ``sum w d / sum w``, and its standard error the
+    sandwich estimate ``sqrt(sum w^2 (d - gain)^2) / sum w`` (with equal weights, the unweighted one but for
+    the factor ``sqrt((n - 1) / n)``). Every sum is correctly rounded from exact per-rank terms, so the result
+    is the same on any number of ranks.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    base_wrong, wrong : numpy.ndarray
+        int64, this rank's 0/1 errors of the incumbent and of the other model on the same held-out rows.
+    weight : numpy.ndarray
+        float64, those rows' weights (>= 0).
+
+    Returns
+    -------
+    dict
+        ``weighted_errors`` (``sum w wrong``), ``weight`` (``sum w``), and ``gain`` and ``se`` by the weights.
+    """
+    from ..._ext import _exact
+
+    w = np.ascontiguousarray(weight, dtype=np.float64)
+    d = (base_wrong - wrong).astype(np.float64)
+    terms = [w * wrong, w, w * d, w * w * d * d, w * w * d, w * w]
+    errors, total, wd, w2d2, w2d, w2 = (float(v) for v in
+                                        comm.sum_terms([_exact.partials(np.ascontiguousarray(t)) for t in terms]))
+    if total <= 0.0:
+        return {"weighted_errors": errors, "weight": total, "gain": 0.0, "se": 0.0}
+    gain = wd / total
+    var = max(w2d2 - 2.0 * gain * w2d + gain * gain * w2, 0.0)
+    return {"weighted_errors": errors, "weight": total, "gain": gain, "se": math.sqrt(var) / total}
 
 
 def gain_and_se(total: int, squares: int, n: int) -> tuple[float, float]:
@@ -178,4 +248,4 @@ def count(comm: Comm, values: np.ndarray) -> int:
 
 
 __all__ = ["SWITCH_SE", "auc_difference", "count", "gain_and_se", "paired_auc", "paired_gain", "row_outcomes",
-           "scores", "switches"]
+           "row_weights", "scores", "switches", "weighted_gain"]
