@@ -9,6 +9,7 @@ scikit-learn's AUC; the same choice and model on 1 to 4 ranks; resuming; the run
 """
 from __future__ import annotations
 
+import h5py
 import numpy as np
 import pytest
 
@@ -29,6 +30,9 @@ def sets(tmp_path_factory):
                  ["multitask", "--n", "1200", "--dataset", "2", "--seed", "1", "--out", str(work / "mt.h5")]):
         proc = run_cli(["synth", *args])
         assert proc.returncode == 0, proc.stderr
+    a = read_arrays(work / "ms.h5")  # the same rows with sample weights
+    write_dataset(work / "msw.h5", a["X"], a["y"], a["domain"], weight=np.random.default_rng(3).choice(
+        [0.5, 1.0, 4.0], size=a["y"].size), domain_names=["domain1", "domain2", "domain3"])
     return work
 
 
@@ -227,7 +231,8 @@ def test_resume_trains_the_choice_on(sets, tmp_path):
 def test_same_choice_and_model_on_1_to_4_ranks(sets, tmp_path):
     for data, args in (("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--lambda", "5", "--start", "zero")),
                        ("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--valid-metric", "auc")),
-                       ("ms.h5", ("--algo", "multiboost", "--rounds", "20", "--learning-rate", "0.001"))):
+                       ("ms.h5", ("--algo", "multiboost", "--rounds", "20", "--learning-rate", "0.001")),
+                       ("msw.h5", ("--algo", "multiboost", "--rounds", "20"))):
         models = {n: _train(sets / data, tmp_path / f"{n}.h5", *args, *VALID, n=n)[0] for n in (1, 2, 3, 4)}
         for n, m in models.items():
             assert m.info["baseline_guard"] == models[1].info["baseline_guard"], (args, n)
@@ -238,11 +243,11 @@ def test_sample_weights_weigh_each_rows_error(sets, tmp_path):
     """With sample weights the guard's gain and standard error are by the weights, against a numpy twin (each
     candidate trained by hand, scored on the validation rows, np.average of the paired differences); the
     counts are kept beside them."""
-    arrays = read_arrays(sets / "ms.h5")
+    data = sets / "msw.h5"
+    arrays = read_arrays(data)
     X, y, dom = arrays["X"], arrays["y"], arrays["domain"]
-    w = np.random.default_rng(3).choice([0.5, 1.0, 4.0], size=y.size)
-    data = tmp_path / "w.h5"
-    write_dataset(data, X, y, dom, weight=w, domain_names=["domain1", "domain2", "domain3"])
+    with h5py.File(data, "r") as f:
+        w = f["weight"][:]
     m, _ = _train(data, tmp_path / "m.h5", "--algo", "multiboost", "--rounds", "20", "--valid", data)
     rec = m.info["baseline_guard"]
     assert rec["weighted"] and "by the rows' weights" in rec["rule"]
