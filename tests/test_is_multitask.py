@@ -204,6 +204,7 @@ def test_validation_error_of_a_task_model_is_the_mean_over_tasks(tmp_path):
     (("--lambda", "0.1", "--lambda-grid", "0,0.1"), "--lambda-grid applies only with --lambda auto"),
     (("--lambda", "auto", "--lambda-grid", "0,-1", "--valid-fraction", "0.2"), "--lambda-grid"),
     (("--lambda", "auto", "--lambda-grid", "0,,1", "--valid-fraction", "0.2"), "separated by commas"),
+    (("--refine", "off", "--start", "zero"), "--refine off keeps the start alone"),
 ])
 def test_bad_lambda_grids_exit_2_naming_the_option(mt, tmp_path, extra, message):
     train, _ = mt

@@ -176,6 +176,9 @@ class ISMultitask(Algorithm):
     def check_params(cls, params: dict, given) -> None:
         # Defaults that follow the start (filled in here, so the model and a resumed run record the values).
         start = params.get("start")
+        if params.get("refine") == "off" and start == "zero":
+            raise ValueError("--refine off keeps the start alone: it needs a fitted start (--start logistic or "
+                             "pooled), not zero")
         if params.get("lam") is None:
             params["lam"] = 0.0 if start == "logistic" else 0.1
         if params.get("learning_rate") is None and start != "logistic" and params.get("weak_learner") != "tree":

@@ -99,12 +99,13 @@ def run_once(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inpu
         verr = _valid_error(scorer, inputs.valid, proto)
         if verr is not None:
             last["valid_error"] = verr
-    elif not last and done == 0 and algo.start_train_errors() is not None:
-        # no round, but a fitted start (the model's round-0 members): its figures
-        last = {"train_error": algo.start_train_errors() / algo.n_train(inputs.shard)}
-        verr = _valid_error(scorer, inputs.valid, proto)
-        if verr is not None:
-            last["valid_error"] = verr
+    elif not last and done == 0:
+        start = algo.start_train_errors()  # no round, but maybe a fitted start (round-0 members): its figures
+        if start is not None:
+            last = {"train_error": start / algo.n_train(inputs.shard)}
+            verr = _valid_error(scorer, inputs.valid, proto)
+            if verr is not None:
+                last["valid_error"] = verr
     return RunOutcome(algo, proto, stop_reason, last, phase, time.perf_counter() - t_rounds, sent_before)
 
 
