@@ -142,6 +142,22 @@ def test_a_model_per_domain_where_the_domains_differ(sets, tmp_path):
     assert not (tmp_path / "q.npy").exists()
 
 
+def test_logistic_trees_that_split_on_the_domain_where_the_domains_conflict(sets, tmp_path):
+    """Six tasks, three labelled against the others: no model without the domain does well, and trees that
+    may split on the domain (a domain id column, LightGBM's way) share what the tasks have in common and
+    validate best; the model is that baseline trained alone, bit for bit."""
+    m, _ = _train(sets / "mt.h5", tmp_path / "m.h5", "--algo", "multiboost", "--rounds", "40", *VALID)
+    rec = m.info["baseline_guard"]
+    assert rec["chosen"] == "pooled-id" == rederive(rec), rec
+    assert rec["tried"]["pooled-id"]["errors"] < rec["tried"]["per-domain"]["errors"] < \
+        min(rec["tried"]["pooled"]["errors"], rec["tried"]["algorithm"]["errors"])
+    alone, _ = _train(sets / "mt.h5", tmp_path / "a.h5", "--algo", "is-multitask", "--refine", "off", "--rounds",
+                      "40", "--baseline-guard", "off", *VALID)
+    assert m.params["refine"] == "off" and m.takes_task and np.any(m.domain >= 0)
+    assert (m.feature.tolist(), m.coef.tolist(), m.domain.tolist()) == \
+        (alone.feature.tolist(), alone.coef.tolist(), alone.domain.tolist())
+
+
 def test_counts_match_a_naive_twin(sets, tmp_path):
     """Each candidate trained by hand on the same training rows and scored on the same validation rows."""
     m, _ = _train(sets / "mt.h5", tmp_path / "m.h5", "--algo", "is-multitask", "--rounds", "30", "--valid",
@@ -253,6 +269,7 @@ def test_sample_weights_weigh_each_rows_error(sets, tmp_path):
     assert rec["weighted"] and "by the rows' weights" in rec["rule"]
     runs = {"algorithm": ("--algo", "multiboost", "--baseline-guard", "off"),
             "pooled": ("--algo", "adaboost", "--weak-learner", "tree", "--loss", "logistic"),
+            "pooled-id": ("--algo", "is-multitask", "--refine", "off", "--baseline-guard", "off"),
             "per-domain": ("--algo", "is-multitask", "--lambda", "0", "--start", "zero", "--weak-learner", "tree",
                            "--baseline-guard", "off")}
     wrong = {}
@@ -262,7 +279,7 @@ def test_sample_weights_weigh_each_rows_error(sets, tmp_path):
         wrong[key] = (np.where(score >= 0, 1, -1) != y).astype(float)
     assert rec["tried"]["algorithm"]["weighted_errors"] == pytest.approx(float(w @ wrong["algorithm"]), rel=1e-12)
     best, chosen = 0.0, "algorithm"
-    for key in ("pooled", "per-domain"):
+    for key in ("pooled", "pooled-id", "per-domain"):
         t = rec["tried"][key]
         d = wrong["algorithm"] - wrong[key]
         gain = np.average(d, weights=w)

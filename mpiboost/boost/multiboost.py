@@ -309,10 +309,15 @@ class MultiBoost(Algorithm):
     losses = LOSSES
     # pooled: with trees, Newton-boosted logistic trees (what a LightGBM user runs on the rows pooled), with
     # stumps AdaBoost's
-    # per-domain: a model per domain (AdaBoost on each domain's rows alone), whose predictions need each row's
-    # domain; --baseline-guard domain-free leaves it out, for models that must score rows of unknown domain
+    # pooled-id and per-domain: models whose predictions need each row's domain (logistic trees that may split
+    # on it, as LightGBM's on a domain id column; AdaBoost on each domain's rows alone); --baseline-guard
+    # domain-free leaves them out, for models that must score rows of unknown domain
     baselines = {"pooled": ("adaboost", {}, "every domain's rows pooled: logistic trees (LightGBM's gbdt) with trees, "
                             "AdaBoost with stumps", {"loss": "logistic", "split_gain": None}),
+                 "pooled-id": ("is-multitask", {"start": "logistic", "refine": "off", "start_rounds": None,
+                                                "lam": 0.0, "lam_grid": None, "start_task_splits": "auto"},
+                               "every domain's rows pooled, logistic trees that may split on the domain (LightGBM's "
+                               "defaults with a domain id column)", {}),
                  "per-domain": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None, "refine": "on"},
                                 "AdaBoost on each domain's rows alone (a model per domain: its predictions need the "
                                 "rows' domain)", {})}

@@ -20,9 +20,10 @@ task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boos
 * the one chosen is the model, trained on the training rows as the run asked; the record, with each
   candidate's counts, is ``model.info["baseline_guard"]``, and a checkpoint keeps it.
 
-MultiBoost and FedMultiBoost have a model per domain among their baselines (AdaBoost on each domain alone):
-where it is chosen the model scores a row with its domain, as a task model does. ``--baseline-guard
-domain-free`` leaves such baselines out, for a model that must score rows of unknown domain (MultiBoost's
+MultiBoost and FedMultiBoost have among their baselines two models that score a row with its domain, as a
+task model does: logistic trees on every row that may split on the domain (LightGBM with a domain id column)
+and a model per domain (AdaBoost on each domain alone). ``--baseline-guard domain-free`` leaves such baselines
+out, for a model that must score rows of unknown domain (MultiBoost's
 agnostic setting); with a model per task among the candidates, the AUC is the mean over the tasks.
 
 Without validation rows there is no guard (held-out rows would be taken from the training rows the user
