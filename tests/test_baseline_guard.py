@@ -247,8 +247,7 @@ def test_resume_trains_the_choice_on(sets, tmp_path):
 def test_same_choice_and_model_on_1_to_4_ranks(sets, tmp_path):
     for data, args in (("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--lambda", "5", "--start", "zero")),
                        ("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--valid-metric", "auc")),
-                       ("ms.h5", ("--algo", "multiboost", "--rounds", "20", "--learning-rate", "0.001")),
-                       ("msw.h5", ("--algo", "multiboost", "--rounds", "20"))):
+                       ("msw.h5", ("--algo", "multiboost", "--rounds", "20"))):  # sample weights, three baselines
         models = {n: _train(sets / data, tmp_path / f"{n}.h5", *args, *VALID, n=n)[0] for n in (1, 2, 3, 4)}
         for n, m in models.items():
             assert m.info["baseline_guard"] == models[1].info["baseline_guard"], (args, n)

@@ -201,6 +201,11 @@ def test_every_option_gives_the_same_model_on_any_layout_and_after_a_crash(task_
     want = reference.to_json()
     if task == "binary-large":  # the data are large for the noise check: it must have been made
         assert "tried" in reference.info["noise_check"], reference.info["noise_check"]
+    if reference.n_rounds < CRASH_AT:
+        # the model ends before the crash round (a start alone, e.g. IS multi-task's pooled baseline, which the
+        # guard may choose): no round to crash in (the layouts were checked)
+        assert reference.n_stumps > 0 or reference.n_rounds > 0, "an empty model"
+        return
     # the crash: checkpoints every 2 rounds on uneven blocks, killed in round 5
     key = hashlib.sha256(repr((name, task, sorted(params.items()), vf)).encode()).hexdigest()[:16]
     ckpt = os.path.join(tmp, f"ckpt-{key}.h5")  # the same name on every rank
