@@ -497,6 +497,7 @@ def test_refine_off_is_the_start_forest_alone_with_its_errors(mt, tmp_path):
                     "--metrics", str(metrics)])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "EMPTY" not in proc.stdout and "empty" not in proc.stderr and "--refine off" in proc.stdout
+    assert "is-multitask start alone (12 members) on" in proc.stdout, proc.stdout
     doc = _export(tmp_path / "r.h5")
     assert doc["params"]["start_rounds"] == 12 and len(doc["ensemble"]) == 12
     assert all(s["round"] == 0 and s["coef"] == 0.5 for s in doc["ensemble"])

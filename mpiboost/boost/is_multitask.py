@@ -70,7 +70,7 @@ from ..weak.tree import Tree, as_stump, stump_tree
 from . import is_costs
 from .base import Algorithm, Hypothesis, Param
 from .losses import grows_trees
-from .params import BASELINE_GUARD, GRAD_BINS_BINARY, SAMPLING
+from .params import BASELINE_GUARD, GRAD_BINS_BINARY, POOLED_WITH_DOMAIN_ID, SAMPLING
 
 _TASK_DRAW = 0x15A7  # RNG stream of the outer rounds' task draws
 _TASK_CYCLE = 0x15A8  # RNG stream of the cycles' task orders
@@ -118,10 +118,8 @@ class ISMultitask(Algorithm):
                    "start's and the tasks-alone AdaBoost's first distribution, the logistic start's gradients)")
     weak_learners = ("stump", "tree")
     baselines = {
-        "pooled": ("is-multitask", {"start": "logistic", "refine": "off", "start_rounds": None, "lam": 0.0,
-                                    "lam_grid": None, "start_task_splits": "auto"},
-                   "gradient-boosted logistic trees on every task's rows pooled, which may split on the task "
-                   "(LightGBM's defaults with a task id column)", {}),
+        "pooled": (*POOLED_WITH_DOMAIN_ID, "gradient-boosted logistic trees on every task's rows pooled, which may "
+                   "split on the task (LightGBM's defaults with a task id column)", {}),
         "per-task": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None, "refine": "on"},
                      "AdaBoost on each task's rows alone (lambda 0 from a zero start)", {}),
     }

@@ -108,7 +108,7 @@ from ..weak.stump import Stump
 from .base import Algorithm, Hypothesis, Param
 from .linesearch import exponential_family, minimize_max
 from .losses import grows_trees, loss_of
-from .params import BASELINE_GUARD, TREE, WEAK_LEARNER_TREE_EXACT, trees_by_default
+from .params import BASELINE_GUARD, POOLED_WITH_DOMAIN_ID, TREE, WEAK_LEARNER_TREE_EXACT, trees_by_default
 
 STEP_RULES = ("line-search", "lemma1", "closed-form", "sqrt")
 ORDERS = (8, 10, 12, 16, 20, 24)  # Chebyshev orders of the line search's row pass
@@ -314,10 +314,8 @@ class MultiBoost(Algorithm):
     # domain-free leaves them out, for models that must score rows of unknown domain
     baselines = {"pooled": ("adaboost", {}, "every domain's rows pooled: logistic trees (LightGBM's gbdt) with trees, "
                             "AdaBoost with stumps", {"loss": "logistic", "split_gain": None}),
-                 "pooled-id": ("is-multitask", {"start": "logistic", "refine": "off", "start_rounds": None,
-                                                "lam": 0.0, "lam_grid": None, "start_task_splits": "auto"},
-                               "every domain's rows pooled, logistic trees that may split on the domain (LightGBM's "
-                               "defaults with a domain id column)", {}),
+                 "pooled-id": (*POOLED_WITH_DOMAIN_ID, "every domain's rows pooled, logistic trees that may split "
+                               "on the domain (LightGBM's defaults with a domain id column)", {}),
                  "per-domain": ("is-multitask", {"lam": 0.0, "start": "zero", "lam_grid": None, "refine": "on"},
                                 "AdaBoost on each domain's rows alone (a model per domain: its predictions need the "
                                 "rows' domain)", {})}

@@ -173,6 +173,11 @@ ROW_WEIGHTS = (TRAIN_DOMAIN, ENTITY_BALANCED)
 
 
 BASELINE_GUARD_CHOICES = ("holdout", "domain-free", "off")
+# Baselines declared by more than one algorithm (Algorithm.baselines: algorithm, fixed parameters, what it is,
+# parameters fixed with trees). Logistic trees on every row that may split on each domain's (task's) indicator:
+# LightGBM's defaults with a domain id column, IS multi-task's logistic start alone.
+POOLED_WITH_DOMAIN_ID = ("is-multitask", {"start": "logistic", "refine": "off", "start_rounds": None, "lam": 0.0,
+                                          "lam_grid": None, "start_task_splits": "auto"})
 BASELINE_GUARD = Param(
     "baseline_guard", str, "holdout",
     "holdout (the default): with validation rows (--valid or --valid-fraction), the algorithm's simplest "
@@ -180,4 +185,5 @@ BASELINE_GUARD = Param(
     "model when it beats the algorithm by more than one standard error of the paired differences (errors, or "
     "AUC with --valid-metric auc), and the choice is recorded in the model; no validation rows: no guard; "
     "domain-free: as holdout, but only the baselines that predict without a row's domain (the pooled ones: a "
-    "model for rows of unknown domain); off: the algorithm as asked (the paper)", choices=BASELINE_GUARD_CHOICES, origin="beyond", paper="off")
+    "model for rows of unknown domain); off: the algorithm as asked (the paper)", choices=BASELINE_GUARD_CHOICES,
+    origin="beyond", paper="off")

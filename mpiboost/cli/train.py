@@ -518,8 +518,11 @@ def summary_line(s: dict, model_path: str) -> str:
     """The one line ``train`` prints at the end."""
     sec = s["seconds"]
     classes = f", {s['classes']} classes" if s.get("classes", 2) > 2 else ""
+    # a model of its fitted start alone (no round) is not empty: say what it holds
+    rounds = f"{s['rounds']} rounds" if s["rounds"] or not s.get("members") else \
+        f"start alone ({s['members']} members)"
     line = (
-        f"mpiboost: {s['algorithm']} {s['rounds']} rounds on {s['n']:,} rows x {s['d']} features{classes}, "
+        f"mpiboost: {s['algorithm']} {rounds} on {s['n']:,} rows x {s['d']} features{classes}, "
         f"{s['ranks']} rank(s) x {s['threads']} thread(s): {sec['total']:.2f} s "
         f"(load {sec['load']:.2f}, "
         + (f"selection {sec['selection']:.2f}, " if sec.get("selection", 0.0) >= 0.005 else "")
