@@ -179,6 +179,59 @@ def test_counts_match_a_naive_twin(sets, tmp_path):
     assert rec["chosen"] == rederive(rec)
 
 
+def _halves_by_hand(y, task, seed):
+    """The stratified halves of the validation rows, written out: within each (task, class) group, in file
+    order, row k is in the first half when floor((k + 1) / 2 + u) > floor(k / 2 + u), u drawn per group."""
+    group = task.astype(np.int64) * 2 + (y > 0)
+    first = np.zeros(y.size, dtype=bool)
+    for g in range(int(task.max() + 1) * 2):
+        rows = np.flatnonzero(group == g)
+        u = np.random.default_rng([seed, 0x5E1EC7, g]).random()
+        k = np.arange(rows.size)
+        first[rows] = np.floor((k + 1) * 0.5 + u) > np.floor(k * 0.5 + u)
+    return first
+
+
+def test_each_half_is_scored_at_the_round_the_other_half_chose(sets, tmp_path):
+    """With --best-round each candidate's round is chosen on the same validation rows the guard scores it
+    on, a bias toward candidates of jagged curves; the guard scores each half of the rows at the round chosen
+    on the other half. Twin: each candidate trained alone for every round, its validation curve on each half
+    by numpy (the mean over the tasks' errors for a task model, as the run's own), the earliest best round of
+    each, and each half's errors at the other's round."""
+    valid = tmp_path / "valid.h5"
+    assert run_cli(["synth", "multitask", "--n", "1200", "--dataset", "2", "--seed", "5", "--out", str(valid)]).returncode == 0
+    m, _ = _train(sets / "mt.h5", tmp_path / "m.h5", "--algo", "is-multitask", "--rounds", "30", "--valid", valid,
+                  "--best-round", "--seed", "4")
+    rec = m.info["baseline_guard"]
+    arrays = read_arrays(valid)
+    X, y, task = arrays["X"], arrays["y"], arrays["domain"]
+    first = _halves_by_hand(y, task, 4 + 1)
+    off = ("--baseline-guard", "off", "--seed", "4")
+    runs = {"algorithm": ("--algo", "is-multitask", *off), "pooled": ("--algo", "is-multitask", "--refine", "off", *off),
+            "per-task": ("--algo", "is-multitask", "--lambda", "0", "--start", "zero", *off)}
+    wrong = {}
+    for key, algo in runs.items():
+        twin, _ = _train(sets / "mt.h5", tmp_path / f"{key}.h5", *algo, "--rounds", "30")
+        rounds = int(twin.n_rounds)
+
+        def wrong_at(r):
+            t = twin.truncated(r) if 0 < r < rounds else twin
+            return np.where(t.decision_function(X, task) >= 0, 1, -1) != y
+
+        best = []
+        for half in (first, ~first):
+            curve = [np.mean([wrong_at(r)[half & (task == k)].mean() for k in np.unique(task[half])])
+                     for r in range(1, rounds + 1)]
+            best.append(int(np.argmin(curve)) + 1 if curve else 0)
+        wrong[key] = np.where(first, wrong_at(best[1]), wrong_at(best[0]))
+        assert rec["tried"][key]["rounds"] == best, key
+        assert rec["tried"][key]["errors"] == int(wrong[key].sum()), key
+    assert rec["tried"]["per-task"]["rounds"][0] != rec["tried"]["per-task"]["rounds"][1]  # the halves disagree
+    for key in ("pooled", "per-task"):
+        assert rec["tried"][key]["differ"] == int((wrong[key] != wrong["algorithm"]).sum())
+    assert rec["chosen"] == rederive(rec)
+
+
 def _delong_by_loops(y, task, a, b):
     """DeLong's difference and standard error written out: every positive against every negative."""
     diffs, var = [], 0.0
@@ -245,9 +298,10 @@ def test_resume_trains_the_choice_on(sets, tmp_path):
 @pytest.mark.mpi
 @pytest.mark.skipif(mpiexec() is None, reason="no mpiexec")
 def test_same_choice_and_model_on_1_to_4_ranks(sets, tmp_path):
+    # the last two cut each candidate at its best rounds, chosen on each half of the validation rows
     for data, args in (("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--lambda", "5", "--start", "zero")),
-                       ("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--valid-metric", "auc")),
-                       ("msw.h5", ("--algo", "multiboost", "--rounds", "20"))):  # sample weights, three baselines
+                       ("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--valid-metric", "auc", "--best-round")),
+                       ("msw.h5", ("--algo", "multiboost", "--rounds", "20", "--best-round"))):  # weights, 3 baselines
         models = {n: _train(sets / data, tmp_path / f"{n}.h5", *args, *VALID, n=n)[0] for n in (1, 2, 3, 4)}
         for n, m in models.items():
             assert m.info["baseline_guard"] == models[1].info["baseline_guard"], (args, n)

@@ -95,7 +95,7 @@ class Selection(Protocol):
 
 def candidate(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs, seed: int,
               chooser: Optional[BestRound] = None, *, phase: str, step: int = 0, steps: int = 0,
-              callbacks: Sequence[Callback] = (), label: str = "") -> Algorithm:
+              callbacks: Sequence[Callback] = (), label: str = "", watch: Sequence[Callback] = ()) -> Algorithm:
     """Collective: one candidate training of a selection; the trained algorithm (``.finish()``: its model).
 
     Parameters
@@ -113,6 +113,9 @@ def candidate(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inp
         its name, with the rounds it trained and its seconds.
     callbacks : sequence of Callback
         Told of the candidate's end (not of its rounds).
+    watch : sequence of Callback
+        Told of the candidate's rounds (the selection's own trackers, such as
+        :class:`mpiboost.driver.selection.best_round.CrossFitRounds`).
 
     Raises
     ------
@@ -121,7 +124,7 @@ def candidate(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inp
         the selection compares, so no choice is made from it.
     """
     t0 = time.perf_counter()
-    out = run_once(comm, algorithm, params, rounds, inputs, seed, chooser=chooser)
+    out = run_once(comm, algorithm, params, rounds, inputs, seed, callbacks=watch, chooser=chooser)
     got = signals.stopped_by(out.stop_reason)
     if got is not None:
         raise signals.Preempted(got, phase, step, steps)

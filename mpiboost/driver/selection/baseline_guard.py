@@ -9,7 +9,9 @@ task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boos
 
 * the algorithm as configured and each baseline (the run's weak learner, tree shape and rounds carried over)
   are trained on the same training rows and scored on the same validation rows; with ``--best-round`` or
-  ``--early-stop`` each is cut at its own best round, as the model kept would be;
+  ``--early-stop`` each is cut at its own best round, as the model kept would be, and scored without the
+  bias of choosing that round on the rows it is scored on: each half of the validation rows at the round
+  the other half chose (:class:`.best_round.CrossFitRounds`);
 * the measure is the run's: 0/1 errors (the paired per-row differences, :func:`.paired.paired_gain`) or,
   with ``--valid-metric auc``, the AUC (mean over the tasks of a task model), whose paired difference and
   standard error are DeLong's (:func:`.paired.paired_auc`);
@@ -40,14 +42,17 @@ from ... import boost, watchdog
 from ...boost.losses import grows_trees
 from ...boost.params import BASELINE_GUARD_CHOICES
 from ...callbacks import BestRound
+from ...data.subsets import subset, valid_mask
 from ...errors import CollectiveError
 from ..inputs import Inputs
 from ..record import selection_record
 from .base import Context, Plan, candidate
+from .best_round import CrossFitRounds
 from .paired import SWITCH_SE, count, paired_auc, paired_gain, row_weights, scores, switches, weighted_gain
 
 if TYPE_CHECKING:  # annotations only
     from ...comm import Comm
+    from ...data.load import Shard
 
 CHOICES = BASELINE_GUARD_CHOICES
 
@@ -118,16 +123,23 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     if metric == "error" and inputs.shard.n_classes != 2:
         raise CollectiveError("the baseline guard compares binary models")
     n = count(comm, held.n_local)
-    outcome = {}
+    # each candidate cut at its best round is scored on the rows that round was not chosen on (cross-fitting)
+    first, halves = split_halves(comm, held, seed) if rounds_chosen else (None, None)
+    outcome, cut = {}, {}
     for i, key in enumerate(names):
         name, p = strategy_run(key, algorithm, params)
         chooser = BestRound(patience) if rounds_chosen else None
+        cross = CrossFitRounds(comm, halves, inputs.valid_metric) if halves is not None else None
         algo = candidate(comm, name, p, rounds, inputs, seed, chooser, phase="baseline guard", step=i + 1,
-                         steps=len(names), callbacks=callbacks, label=key)
+                         steps=len(names), callbacks=callbacks, label=key, watch=[cross] if cross else [])
         model = algo.finish()
-        if chooser is not None and 0 < chooser.best_round < model.n_rounds:
-            model = model.truncated(chooser.best_round)
-        s = scores(model, held)
+        if cross is not None:
+            r_first, r_second = cross.best_rounds()
+            # the first half scored at the round the second chose, and the other way round
+            s = np.where(first, scores(at_round(model, r_second), held), scores(at_round(model, r_first), held))
+            cut[key] = [r_first, r_second]
+        else:
+            s = scores(at_round(model, chooser.best_round if chooser is not None else 0), held)
         outcome[key] = s
         watchdog.tick()
     y = np.asarray(held.y)
@@ -151,6 +163,8 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
         for k in names[1:]:
             gain, se = paired_auc(comm, y, task, outcome["algorithm"], outcome[k])
             tried[k] = {"auc_gain": gain, "gain": gain, "se": se}
+    for k, r in cut.items():
+        tried[k]["rounds"] = r
     chosen = "algorithm"
     for k in names[1:]:
         t = tried[k]
@@ -162,7 +176,38 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     return {"chosen": chosen, "metric": metric, "held_out": n, "tried": tried, "weighted": by_weight,
             "rule": f"{algorithm} unless a baseline ({', '.join(names[1:])}) is better in {what} on the validation "
                     f"rows by more than {SWITCH_SE:g} standard error of the paired differences (the larger gain "
-                    "wins)"}
+                    "wins)" + ("; each half of the rows scored at the best round of the other half" if cut else "")}
+
+
+def split_halves(comm: Comm, held: Shard, seed: int) -> tuple:
+    """Collective: the two halves of the validation rows that cross-fitting scores apart.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    held : Shard
+        This rank's validation rows.
+    seed : int
+        The run's seed (the halves are drawn with ``seed + 1``, stratified by domain and class on the global
+        row order: :func:`mpiboost.data.subsets.valid_mask` at 0.5).
+
+    Returns
+    -------
+    tuple
+        This rank's boolean mask of the first half and the two halves' shards; ``(None, None)`` where a half
+        would be empty (the rounds are then chosen on every row).
+    """
+    first = valid_mask(held, 0.5, seed + 1, comm)
+    sizes = comm.allreduce_int(np.array([first.sum(), (~first).sum()], dtype=np.int64))
+    if min(int(v) for v in sizes) == 0:
+        return None, None
+    return first, (subset(held, first, comm), subset(held, ~first, comm))
+
+
+def at_round(model, r: int):
+    """``model`` cut at round ``r`` (itself for 0 or its last round)."""
+    return model.truncated(r) if 0 < r < model.n_rounds else model
 
 
 def _valid(rec: dict) -> bool:
