@@ -232,18 +232,27 @@ def test_each_half_is_scored_at_the_round_the_other_half_chose(sets, tmp_path):
     assert rec["chosen"] == rederive(rec)
 
 
-def _delong_by_loops(y, task, a, b):
-    """DeLong's difference and standard error written out: every positive against every negative."""
-    diffs, var = [], 0.0
+def _pairs(y, task):
+    """Each task's (or the rows') positives and negatives, by index (None where a class is missing)."""
     for k in (np.unique(task) if task is not None else [None]):
         g = np.ones(y.size, bool) if k is None else task == k
         pos, neg = np.flatnonzero(g & (y > 0)), np.flatnonzero(g & (y <= 0))
-        if not pos.size or not neg.size:
+        yield (pos, neg) if pos.size and neg.size else (None, None)
+
+
+def _psi(s, i, j):
+    return 1.0 if s[i] > s[j] else 0.5 if s[i] == s[j] else 0.0
+
+
+def _delong_by_loops(y, task, a, b):
+    """DeLong's difference and standard error written out: every positive against every negative."""
+    diffs, var = [], 0.0
+    for pos, neg in _pairs(y, task):
+        if pos is None:
             diffs.append(0.0)
             continue
-        psi = lambda s, i, j: 1.0 if s[i] > s[j] else 0.5 if s[i] == s[j] else 0.0  # noqa: E731
-        v10 = np.array([[np.mean([psi(s, i, j) for j in neg]) for i in pos] for s in (a, b)])
-        v01 = np.array([[np.mean([psi(s, i, j) for i in pos]) for j in neg] for s in (a, b)])
+        v10 = np.array([[np.mean([_psi(s, i, j) for j in neg]) for i in pos] for s in (a, b)])
+        v01 = np.array([[np.mean([_psi(s, i, j) for i in pos]) for j in neg] for s in (a, b)])
         diffs.append(v10[1].mean() - v10[0].mean())
         s10, s01 = np.cov(v10), np.cov(v01)
         var += (s10[0, 0] + s10[1, 1] - 2 * s10[0, 1]) / pos.size + (s01[0, 0] + s01[1, 1] - 2 * s01[0, 1]) / neg.size
@@ -267,6 +276,53 @@ def test_the_paired_auc_difference_is_delongs(case):
     assert np.allclose(got, want, rtol=1e-10, atol=1e-12), (got, want)
     if task is None:
         assert np.isclose(got[0], roc_auc_score(y > 0, b) - roc_auc_score(y > 0, a), rtol=0, atol=1e-12)
+
+
+def _weighted_auc_difference_by_loops(y, task, a, b, w):
+    """The weighted AUC difference and its standard error written out: every positive against every
+    negative, each pair counting the product of their weights; the variance the sandwich sum over the rows of
+    their squared weights times their paired components' deviation."""
+    diffs, var = [], 0.0
+    for pos, neg in _pairs(y, task):
+        if pos is None:
+            diffs.append(0.0)
+            continue
+        psi = _psi
+        W1, W0 = w[pos].sum(), w[neg].sum()
+        v10 = np.array([[sum(w[j] * psi(s, i, j) for j in neg) / W0 for i in pos] for s in (a, b)])
+        v01 = np.array([[sum(w[i] * psi(s, i, j) for i in pos) / W1 for j in neg] for s in (a, b)])
+        d = sum(w[i] * (v10[1, n] - v10[0, n]) for n, i in enumerate(pos)) / W1
+        diffs.append(d)
+        var += sum(w[i] ** 2 * (v10[1, n] - v10[0, n] - d) ** 2 for n, i in enumerate(pos)) / W1 ** 2
+        var += sum(w[j] ** 2 * (v01[1, n] - v01[0, n] - d) ** 2 for n, j in enumerate(neg)) / W0 ** 2
+    return float(np.mean(diffs)), float(np.sqrt(var)) / len(diffs)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_the_weighted_paired_auc_difference(case):
+    """With sample weights: the weighted AUCs (sklearn's roc_auc_score with sample_weight) and the weighted
+    form of DeLong's variance, against a double loop; with equal weights, DeLong's difference, and its variance
+    but for the factors (m - 1) / m and (n - 1) / n."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(10 + case)
+    n = 50 + 15 * case
+    y = np.where(rng.random(n) < (0.5 if case % 2 else 0.2), 1, -1)
+    task = rng.integers(0, 3, n) if case >= 3 else None
+    a = y * 0.5 + rng.normal(size=n)
+    b = np.round(y * 0.8 + rng.normal(size=n), 1)  # ties within and across the classes
+    w = rng.choice([0.25, 1.0, 3.0], size=n) if case != 2 else rng.exponential(size=n)
+    got = auc_difference(y, task, a, b, w)
+    want = _weighted_auc_difference_by_loops(y, task, a, b, w)
+    assert np.allclose(got, want, rtol=1e-10, atol=1e-12), (got, want)
+    if task is None:
+        assert np.isclose(got[0], roc_auc_score(y > 0, b, sample_weight=w) - roc_auc_score(y > 0, a, sample_weight=w),
+                          rtol=0, atol=1e-12)
+        ones = auc_difference(y, None, a, b, np.ones(n))
+        plain = auc_difference(y, None, a, b)
+        m, k = int((y > 0).sum()), int((y <= 0).sum())
+        assert np.isclose(ones[0], plain[0], rtol=0, atol=1e-12)
+        assert ones[1] <= plain[1] and ones[1] >= plain[1] * np.sqrt(min(m - 1, k - 1) / max(m, k)) - 1e-12
 
 
 def test_runs_without_a_guard(sets, tmp_path):
@@ -298,9 +354,10 @@ def test_resume_trains_the_choice_on(sets, tmp_path):
 @pytest.mark.mpi
 @pytest.mark.skipif(mpiexec() is None, reason="no mpiexec")
 def test_same_choice_and_model_on_1_to_4_ranks(sets, tmp_path):
-    # the last two cut each candidate at its best rounds, chosen on each half of the validation rows
+    # the last two cut each candidate at its best rounds, chosen on each half of the validation rows, and
+    # compare by the rows' weights (AUC, errors)
     for data, args in (("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--lambda", "5", "--start", "zero")),
-                       ("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--valid-metric", "auc", "--best-round")),
+                       ("msw.h5", ("--algo", "is-multitask", "--rounds", "30", "--valid-metric", "auc", "--best-round")),
                        ("msw.h5", ("--algo", "multiboost", "--rounds", "20", "--best-round"))):  # weights, 3 baselines
         models = {n: _train(sets / data, tmp_path / f"{n}.h5", *args, *VALID, n=n)[0] for n in (1, 2, 3, 4)}
         for n, m in models.items():
@@ -342,3 +399,32 @@ def test_sample_weights_weigh_each_rows_error(sets, tmp_path):
         if gain > 0 and gain > se and gain > best:
             best, chosen = gain, key
     assert rec["chosen"] == chosen
+
+
+def test_sample_weights_weigh_the_auc_comparison(sets, tmp_path):
+    """With sample weights and --valid-metric auc the guard compares weighted AUCs (the mean over the domains,
+    a model per domain being among the candidates), against each candidate trained by hand and the weighted
+    difference computed apart."""
+    data = sets / "msw.h5"
+    arrays = read_arrays(data)
+    X, y, dom = arrays["X"], arrays["y"], arrays["domain"]
+    with h5py.File(data, "r") as f:
+        w = f["weight"][:]
+    m, _ = _train(data, tmp_path / "m.h5", "--algo", "multiboost", "--rounds", "20", "--valid", data,
+                  "--valid-metric", "auc")
+    rec = m.info["baseline_guard"]
+    assert rec["metric"] == "auc" and rec["weighted"] and "(weighted)" in rec["rule"]
+    runs = {"algorithm": ("--algo", "multiboost", "--baseline-guard", "off"),
+            "pooled": ("--algo", "adaboost", "--weak-learner", "tree", "--loss", "logistic"),
+            "per-domain": ("--algo", "is-multitask", "--lambda", "0", "--start", "zero", "--weak-learner", "tree",
+                           "--baseline-guard", "off")}
+    score = {}
+    for key, algo in runs.items():
+        twin, _ = _train(data, tmp_path / f"{key}.h5", *algo, "--rounds", "20", "--valid-metric", "auc")
+        score[key] = twin.decision_function(X, dom) if twin.takes_task else twin.decision_function(X)
+    for key in ("pooled", "per-domain"):
+        want = _weighted_auc_difference_by_loops(y, dom, score["algorithm"], score[key], w) if y.size <= 400 else \
+            auc_difference(y, dom, score["algorithm"], score[key], w)
+        assert (rec["tried"][key]["auc_gain"], rec["tried"][key]["se"]) == pytest.approx(want, rel=1e-9, abs=1e-12)
+        assert rec["tried"][key]["auc_gain"] != pytest.approx(
+            auc_difference(y, dom, score["algorithm"], score[key])[0], rel=1e-6, abs=1e-9)  # the weights count

@@ -66,14 +66,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=100)
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     p.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True)
+    data_options(p, "guard")
+    return p.parse_args(argv)
+
+
+def data_options(p: argparse.ArgumentParser, workdir: str) -> None:
+    """The options of the sets' rows, the threads, the work folder and the output (shared with the scripts
+    that run these sets)."""
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--max-train-per-task", type=int, default=2000)
     p.add_argument("--amazon-train", type=int, default=1600)
     p.add_argument("--amazon-test", type=int, default=400)
     p.add_argument("--vocab-size", type=int, default=2000)
-    p.add_argument("--workdir", type=Path, default=C.DEFAULT_WORKDIR / "guard")
+    p.add_argument("--workdir", type=Path, default=C.DEFAULT_WORKDIR / workdir)
     p.add_argument("--out", type=Path, help="also write the table here")
-    return p.parse_args(argv)
 
 
 def synth_splits(args, name: str):

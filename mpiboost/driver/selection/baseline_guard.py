@@ -16,7 +16,8 @@ task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boos
   with ``--valid-metric auc``, the AUC (mean over the tasks of a task model), whose paired difference and
   standard error are DeLong's (:func:`.paired.paired_auc`);
 * with sample weights each row's error counts its weight (:func:`.paired.weighted_gain`; the counts are kept
-  beside); AUC comparisons are unweighted;
+  beside), and the AUCs are the weighted ones, as the run's validation AUC (DeLong's variance in its
+  weighted form: :func:`.paired.auc_difference`);
 * the algorithm stays unless a baseline beats it by more than ``SWITCH_SE`` standard errors (the one-
   standard-error rule of every selection here); of several such, the larger gain wins;
 * the one chosen is the model, trained on the training rows as the run asked; the record, with each
@@ -161,7 +162,7 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     else:
         tried["algorithm"] = {}
         for k in names[1:]:
-            gain, se = paired_auc(comm, y, task, outcome["algorithm"], outcome[k])
+            gain, se = paired_auc(comm, y, task, outcome["algorithm"], outcome[k], weight)
             tried[k] = {"auc_gain": gain, "gain": gain, "se": se}
     for k, r in cut.items():
         tried[k]["rounds"] = r
@@ -171,8 +172,8 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
         if switches(t["gain"], t["se"]) and (chosen == "algorithm" or t["gain"] > tried[chosen]["gain"]):
             chosen = k
     what = ("held-out errors" + (" (by the rows' weights)" if weighted else "") if metric == "error" else
-            "AUC" + (" (the mean over the tasks)" if task is not None else "") + (" (unweighted)" if weighted else ""))
-    by_weight = bool(weighted and metric == "error")
+            "AUC" + (" (the mean over the tasks)" if task is not None else "") + (" (weighted)" if weighted else ""))
+    by_weight = bool(weighted)
     return {"chosen": chosen, "metric": metric, "held_out": n, "tried": tried, "weighted": by_weight,
             "rule": f"{algorithm} unless a baseline ({', '.join(names[1:])}) is better in {what} on the validation "
                     f"rows by more than {SWITCH_SE:g} standard error of the paired differences (the larger gain "

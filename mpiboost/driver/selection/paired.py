@@ -167,13 +167,34 @@ def _placements(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return v10, v01
 
 
-def auc_difference(y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, other: np.ndarray
-                   ) -> tuple[float, float]:
+def _weighted_placements(pos: np.ndarray, neg: np.ndarray, wp: np.ndarray, wn: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_placements` with each row counted its weight: for each positive, the weighted share of negatives
+    it outscores (ties count half); for each negative, the weighted share of positives that outscore it."""
+    order = np.argsort(neg, kind="stable")
+    ns, cw = neg[order], np.concatenate([[0.0], np.cumsum(wn[order])])
+    below, upto = cw[np.searchsorted(ns, pos, "left")], cw[np.searchsorted(ns, pos, "right")]
+    v10 = (below + 0.5 * (upto - below)) / cw[-1]
+    order = np.argsort(pos, kind="stable")
+    ps, cw = pos[order], np.concatenate([[0.0], np.cumsum(wp[order])])
+    upto, above = cw[np.searchsorted(ps, neg, "right")], cw[np.searchsorted(ps, neg, "left")]
+    v01 = (cw[-1] - upto + 0.5 * (upto - above)) / cw[-1]
+    return v10, v01
+
+
+def auc_difference(y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, other: np.ndarray,
+                   weight: Optional[np.ndarray] = None) -> tuple[float, float]:
     """The AUC of ``other`` scores minus that of ``base`` on the same rows, and its standard error (DeLong,
     DeLong & Clarke-Pearson 1988: the two AUCs' covariance from their structural components).
 
     With ``task``, the AUC is the mean over the tasks of each task's AUC (a task of one class counts 0.5 for
     both, no difference), and the tasks' differences are independent: the variance is their sum over K^2.
+
+    With ``weight`` (the rows' sample weights), each AUC is the weighted one, ``sum_ij w_i w_j [s_i > s_j] /
+    (W+ W-)`` over positives i and negatives j (ties half), as the run's validation AUC, and the variance the
+    weighted form of DeLong's: ``sum_i w_i^2 (D_i - d)^2 / W+^2 + sum_j w_j^2 (D_j - d)^2 / W-^2``, with
+    ``D`` the rows' paired differences of the structural components and ``d`` the AUC difference (with equal
+    weights, DeLong's but for the factors ``(m - 1) / m`` and ``(n - 1) / n`` of the two sums).
     """
     y = np.asarray(y) > 0
     groups = [np.ones(y.size, dtype=bool)] if task is None else [task == k for k in np.unique(task)]
@@ -182,6 +203,18 @@ def auc_difference(y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, 
         pos, neg = g & y, g & ~y
         m, n = int(pos.sum()), int(neg.sum())
         if m == 0 or n == 0:
+            continue
+        if weight is not None:
+            wp, wn = np.asarray(weight, dtype=np.float64)[pos], np.asarray(weight, dtype=np.float64)[neg]
+            W1, W0 = float(wp.sum()), float(wn.sum())
+            if W1 <= 0.0 or W0 <= 0.0:
+                continue
+            a10, a01 = _weighted_placements(base[pos], base[neg], wp, wn)
+            b10, b01 = _weighted_placements(other[pos], other[neg], wp, wn)
+            d10, d01 = b10 - a10, b01 - a01
+            gain = float(wp @ d10) / W1
+            total += gain
+            var += float(wp ** 2 @ (d10 - gain) ** 2) / W1 ** 2 + float(wn ** 2 @ (d01 - gain) ** 2) / W0 ** 2
             continue
         a10, a01 = _placements(base[pos], base[neg])
         b10, b01 = _placements(other[pos], other[neg])
@@ -192,8 +225,8 @@ def auc_difference(y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, 
     return total / k, math.sqrt(var) / k
 
 
-def paired_auc(comm: Comm, y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, other: np.ndarray
-               ) -> tuple[float, float]:
+def paired_auc(comm: Comm, y: np.ndarray, task: Optional[np.ndarray], base: np.ndarray, other: np.ndarray,
+               weight: Optional[np.ndarray] = None) -> tuple[float, float]:
     """Collective: :func:`auc_difference` of every rank's rows (the center gathers them in the global row
     order, computes, and sends the two numbers): the same on any number of ranks.
 
@@ -207,6 +240,8 @@ def paired_auc(comm: Comm, y: np.ndarray, task: Optional[np.ndarray], base: np.n
         Their tasks: the AUC is then the mean over the tasks.
     base, other : numpy.ndarray
         The two models' scores of those rows.
+    weight : numpy.ndarray, optional
+        Their sample weights (:func:`row_weights`): the weighted AUCs.
 
     Returns
     -------
@@ -216,11 +251,12 @@ def paired_auc(comm: Comm, y: np.ndarray, task: Optional[np.ndarray], base: np.n
     parts = [comm.gatherv(np.ascontiguousarray(a)) for a in
              (np.asarray(y, dtype=np.int64), np.zeros(0, dtype=np.int64) if task is None else
               np.asarray(task, dtype=np.int64), np.asarray(base, dtype=np.float64),
-              np.asarray(other, dtype=np.float64))]
+              np.asarray(other, dtype=np.float64),
+              np.zeros(0) if weight is None else np.asarray(weight, dtype=np.float64))]
     out = None
     if comm.is_center:
-        yy, tt, a, b = parts
-        out = auc_difference(yy, None if task is None else tt, a, b)
+        yy, tt, a, b, w = parts
+        out = auc_difference(yy, None if task is None else tt, a, b, None if weight is None else w)
     return tuple(comm.bcast(out))
 
 
