@@ -218,10 +218,10 @@ def test_each_half_is_scored_at_the_round_the_other_half_chose(sets, tmp_path):
             t = twin.truncated(r) if 0 < r < rounds else twin
             return np.where(t.decision_function(X, task) >= 0, 1, -1) != y
 
+        staged = [wrong_at(r) for r in range(1, rounds + 1)]
         best = []
         for half in (first, ~first):
-            curve = [np.mean([wrong_at(r)[half & (task == k)].mean() for k in np.unique(task[half])])
-                     for r in range(1, rounds + 1)]
+            curve = [np.mean([w[half & (task == k)].mean() for k in np.unique(task[half])]) for w in staged]
             best.append(int(np.argmin(curve)) + 1 if curve else 0)
         wrong[key] = np.where(first, wrong_at(best[1]), wrong_at(best[0]))
         assert rec["tried"][key]["rounds"] == best, key
