@@ -188,7 +188,13 @@ def run_mpiboost(work: str, tag: str, method: str, train: str, tests: dict, *, s
     os.unlink(model)
     return {"errors": errors, "seconds": wall, "best_round": summary.get("best_round", summary["rounds"]),
             "lambda": summary.get("chosen", {}).get("lam"), "chosen": summary.get("chosen"),
-            "guard": (summary.get("baseline_guard") or {}).get("chosen")}
+            "guard": guard_choice(summary)}
+
+
+def guard_choice(summary: dict) -> Optional[str]:
+    """What the baseline guard chose, where it ran (None without a guard or with ``--baseline-guard off``)."""
+    rec = summary.get("baseline_guard") or {}
+    return rec.get("chosen") if rec.get("tried") else None
 
 
 def run_c_per_task(work: str, tag: str, data: dict, valid: np.ndarray, tests: dict, *, seed: int, rounds: int,
