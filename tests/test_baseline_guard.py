@@ -176,6 +176,10 @@ def test_counts_match_a_naive_twin(sets, tmp_path):
         assert rec["tried"][key]["errors"] == int(wrong[key].sum()), key
     for key in ("pooled", "per-task"):
         assert rec["tried"][key]["differ"] == int((wrong[key] != wrong["algorithm"]).sum())
+    for a in runs:
+        for b in runs:
+            if a != b:
+                assert rec["tried"][a]["differ_from"][b] == int((wrong[a] != wrong[b]).sum()), (a, b)
     assert rec["chosen"] == rederive(rec)
 
 

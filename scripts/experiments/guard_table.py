@@ -119,7 +119,8 @@ def run_set(args, name: str) -> dict:
             res = MT.run_mpiboost(str(args.workdir / "runs"), f"{name}-rep{r}", m, str(train), {"test": str(test)},
                                   seed=r, rounds=args.rounds, steps=5, threads=args.threads,
                                   n_fit=int((~valid).sum()))
-            out[m].append({"errors": res["errors"]["test"], "guard": res.get("guard"), "seconds": res["seconds"]})
+            out[m].append({"errors": res["errors"]["test"], "guard": res.get("guard"), "seconds": res["seconds"],
+                           "record": res.get("guard_record")})
         for m in args.peer_keys:
             res = MT.run_peer(m, data, valid, tests, seed=r, rounds=args.rounds, threads=args.threads)
             out[m].append({"errors": res["errors"]["test"], "guard": None, "seconds": res["seconds"]})

@@ -188,7 +188,7 @@ def run_mpiboost(work: str, tag: str, method: str, train: str, tests: dict, *, s
     os.unlink(model)
     return {"errors": errors, "seconds": wall, "best_round": summary.get("best_round", summary["rounds"]),
             "lambda": summary.get("chosen", {}).get("lam"), "chosen": summary.get("chosen"),
-            "guard": guard_choice(summary)}
+            "guard": guard_choice(summary), "guard_record": summary.get("baseline_guard")}
 
 
 def guard_choice(summary: dict) -> Optional[str]:

@@ -116,7 +116,8 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     -------
     dict
         ``chosen``, ``rule``, ``metric`` (``"error"`` or ``"auc"``), ``held_out`` (rows) and, per candidate,
-        ``errors`` (and against the algorithm ``differ``, ``gain``, ``se``), or ``auc_gain`` and ``se``.
+        ``errors`` (and against the algorithm ``differ``, ``gain``, ``se``; against every other candidate
+        ``differ_from``: the rows where exactly one of the two errs), or ``auc_gain`` and ``se``.
     """
     held = inputs.valid
     names = candidates(algorithm, params)
@@ -159,6 +160,13 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
                                                                   weight)["weighted_errors"]
         for k in names[1:]:
             tried[k] = paired_gain(comm, wrong["algorithm"], wrong[k], n, weight)
+        # every pair's rows where exactly one of the two errs: with the errors, any paired rule between any two
+        # candidates can be applied to these rows afterwards (scripts/experiments/guard_rules.py)
+        pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+        differ = comm.allreduce_int(np.array([int(np.sum(wrong[a] != wrong[b])) for a, b in pairs], dtype=np.int64))
+        for (a, b), d in zip(pairs, differ.tolist()):
+            tried[a].setdefault("differ_from", {})[b] = int(d)
+            tried[b].setdefault("differ_from", {})[a] = int(d)
     else:
         tried["algorithm"] = {}
         for k in names[1:]:
