@@ -48,7 +48,7 @@ from ...errors import CollectiveError
 from ..inputs import Inputs
 from ..record import selection_record
 from .base import Context, Plan, candidate
-from .best_round import CrossFitRounds
+from .best_round import CrossFitRounds, at_round
 from .paired import SWITCH_SE, count, paired_auc, paired_gain, row_weights, scores, switches, weighted_gain
 
 if TYPE_CHECKING:  # annotations only
@@ -214,11 +214,6 @@ def split_halves(comm: Comm, held: Shard, seed: int) -> tuple:
     return first, (subset(held, first, comm), subset(held, ~first, comm))
 
 
-def at_round(model, r: int):
-    """``model`` cut at round ``r`` (itself for 0 or its last round)."""
-    return model.truncated(r) if 0 < r < model.n_rounds else model
-
-
 def _valid(rec: dict) -> bool:
     return isinstance(rec.get("chosen"), str) and isinstance(rec.get("rule"), str)
 
@@ -286,4 +281,5 @@ class BaselineGuard:
         return f"baseline guard: the model is {rec['chosen']} (AUC against the algorithm's: {parts})"
 
 
-__all__ = ["BaselineGuard", "CHOICES", "baseline_run", "candidates", "choose", "strategy_run", "takes_task"]
+__all__ = ["BaselineGuard", "CHOICES", "baseline_run", "candidates", "choose", "split_halves", "strategy_run",
+           "takes_task"]

@@ -31,9 +31,12 @@ def chooser(best_round: bool, patience: Optional[int], searched: bool) -> Option
 
 def keep(model: Model, choice: Optional[BestRound]) -> Model:
     """The model kept: ``model`` truncated to the chosen round (itself when the last round is best)."""
-    if choice is not None and 0 < choice.best_round < model.n_rounds:
-        return model.truncated(choice.best_round)
-    return model
+    return model if choice is None else at_round(model, choice.best_round)
+
+
+def at_round(model: Model, r: int) -> Model:
+    """``model`` cut at round ``r`` (itself for 0, no round chosen, or its last round)."""
+    return model.truncated(r) if 0 < r < model.n_rounds else model
 
 
 def stop_reason(reason: str, choice: Optional[BestRound], trained: int) -> str:
@@ -49,8 +52,6 @@ def summary(choice: BestRound, trained: int) -> dict:
     return {"valid_error": choice.best_error, "rounds_trained": trained, "best_round": choice.best_round,
             "best_valid_error": choice.best_error}
 
-
-__all__ = ["chooser", "keep", "stop_reason", "summary"]
 
 
 class CrossFitRounds(Callback):
@@ -99,4 +100,4 @@ class CrossFitRounds(Callback):
         return tuple(int(np.argmin(np.asarray(c))) + 1 if c else 0 for c in self.curves)
 
 
-__all__ += ["CrossFitRounds"]
+__all__ = ["CrossFitRounds", "at_round", "chooser", "keep", "stop_reason", "summary"]
