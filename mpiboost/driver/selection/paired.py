@@ -173,12 +173,13 @@ def _weighted_placements(pos: np.ndarray, neg: np.ndarray, wp: np.ndarray, wn: n
     it outscores (ties count half); for each negative, the weighted share of positives that outscore it."""
     order = np.argsort(neg, kind="stable")
     ns, cw = neg[order], np.concatenate([[0.0], np.cumsum(wn[order])])
-    below, upto = cw[np.searchsorted(ns, pos, "left")], cw[np.searchsorted(ns, pos, "right")]
-    v10 = (below + 0.5 * (upto - below)) / cw[-1]
+    below, at_or_below = cw[np.searchsorted(ns, pos, "left")], cw[np.searchsorted(ns, pos, "right")]
+    v10 = (below + 0.5 * (at_or_below - below)) / cw[-1]
     order = np.argsort(pos, kind="stable")
     ps, cw = pos[order], np.concatenate([[0.0], np.cumsum(wp[order])])
-    upto, above = cw[np.searchsorted(ps, neg, "right")], cw[np.searchsorted(ps, neg, "left")]
-    v01 = (cw[-1] - upto + 0.5 * (upto - above)) / cw[-1]
+    # the weight of the positives at or below each negative's score, and strictly below it
+    at_or_below, below = cw[np.searchsorted(ps, neg, "right")], cw[np.searchsorted(ps, neg, "left")]
+    v01 = (cw[-1] - at_or_below + 0.5 * (at_or_below - below)) / cw[-1]
     return v10, v01
 
 
