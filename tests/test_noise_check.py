@@ -205,3 +205,62 @@ def test_validation_weights_weigh_each_rows_error(sets, tmp_path):
     assert ada["se"] == pytest.approx(np.sqrt(np.sum(w ** 2 * (d - gain) ** 2)) / w.sum(), rel=1e-9)
     assert ada["weighted_errors"] == pytest.approx(float(w @ wrong["adaboost"]), rel=1e-12)
     assert m.info["noise_check"]["chosen"] == ("adaboost" if gain > 0 and gain > ada["se"] else "algorithm")
+
+
+def test_auc_runs_compare_auc(sets, tmp_path):
+    """``--valid-metric auc``: the check compares the two models' held-out AUCs (weighted where the rows have
+    weights), each against scikit-learn's ``roc_auc_score`` of the two models trained by hand, and switches to
+    AdaBoost only when its AUC is higher by more than one standard error of the difference."""
+    from sklearn.metrics import roc_auc_score
+
+    from mpiboost.data.format import write_dataset
+
+    arrays = read_arrays(sets / "valid.h5")
+    X, y = arrays["X"], arrays["y"]
+    w = np.random.default_rng(7).choice([0.5, 1.0, 2.0], size=y.size)
+    write_dataset(tmp_path / "vw.h5", X, y, weight=w)
+    for name, weights in (("clean", None), ("noisy", w)):
+        valid = sets / "valid.h5" if weights is None else tmp_path / "vw.h5"
+        m = _train(sets / f"{name}.h5", tmp_path / f"{name}.h5", "--algo", "smoothboost", "--valid", valid,
+                   "--valid-metric", "auc", *TREES)
+        rec = m.info["noise_check"]
+        assert rec["metric"] == "auc" and "AUC" in rec["rule"], rec
+        auc = {}
+        for key, algo in (("algorithm", ("--algo", "smoothboost", "--noise-check", "off")),
+                          ("adaboost", ("--algo", "adaboost"))):
+            twin = _train(sets / f"{name}.h5", tmp_path / f"{name}-{key}.h5", *algo, *TREES)
+            auc[key] = roc_auc_score(y, twin.decision_function(X), sample_weight=weights)
+            assert rec["tried"][key]["auc"] == pytest.approx(auc[key], rel=1e-12), (name, key)
+            assert rec["tried"][key]["errors"] == int((twin.predict(X) != y).sum()), (name, key)
+        ada = rec["tried"]["adaboost"]
+        assert ada["auc_gain"] == ada["gain"] == pytest.approx(auc["adaboost"] - auc["algorithm"], abs=1e-12)
+        assert ada["se"] > 0
+        assert rec["chosen"] == ("adaboost" if ada["gain"] > 0 and ada["gain"] > ada["se"] else "algorithm"), rec
+        assert m.algorithm == ("adaboost" if rec["chosen"] == "adaboost" else "smoothboost")
+
+
+def test_flipped_labels_move_every_models_auc_alike():
+    """The rule's premise under ``--valid-metric auc``: with labels flipped at rates eta+ and eta- (different by
+    class), each model's expected AUC on the noisy rows is ``c + (a - b) AUC_clean`` with the same ``c`` and
+    ``a - b > 0`` for every model, so the model with the higher noisy AUC is the one with the higher clean AUC.
+    The expectation is exact: every row counted in both classes with the probabilities of its noisy label."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(11)
+    y = rng.random(600) < 0.3
+    pi = y.mean()
+    for eta_pos, eta_neg in ((0.1, 0.1), (0.3, 0.05), (0.0, 0.4)):
+        a = (1 - eta_pos) * pi / ((1 - eta_pos) * pi + eta_neg * (1 - pi))  # clean positives among noisy positives
+        b = eta_pos * pi / (eta_pos * pi + (1 - eta_neg) * (1 - pi))  # clean positives among noisy negatives
+        lines = []
+        for _ in range(4):
+            s = np.round(rng.normal(size=y.size) + rng.uniform(0, 2) * y, 1)  # ties too
+            clean = roc_auc_score(y, s)
+            p_pos = np.where(y, 1 - eta_pos, eta_neg)  # the chance each row's noisy label is positive
+            noisy = roc_auc_score(np.r_[np.ones(y.size), np.zeros(y.size)], np.r_[s, s],
+                                  sample_weight=np.r_[p_pos, 1 - p_pos])
+            lines.append((clean, noisy))
+        clean, noisy = map(np.array, zip(*lines))
+        slope = np.diff(noisy) / np.diff(clean)
+        assert np.allclose(slope, a - b, rtol=1e-9) and a - b > 0, (eta_pos, eta_neg, slope, a - b)
+        assert np.allclose(noisy - (a - b) * clean, noisy[0] - (a - b) * clean[0], atol=1e-12)

@@ -28,7 +28,17 @@ the better one on clean rows too.
 * SmoothBoost, the algorithm asked for, stays unless AdaBoost has fewer
   held-out errors by more than ``SWITCH_SE`` standard errors of the paired
   per-row differences (the one-standard-error rule, as for the sources of a
-  transfer run: :mod:`.paired`).
+  transfer run: :mod:`.paired`). With ``--valid-metric auc`` the run is
+  judged by its ranking, and so is the check: AdaBoost replaces SmoothBoost
+  when its held-out AUC is higher by more than ``SWITCH_SE`` standard errors
+  of the AUC difference (DeLong's, weighted where the rows have weights:
+  :func:`.paired.paired_auc`). Random flips leave that rule fair too, even
+  at rates that differ by class (eta+ and eta-, below 1 together): the noisy
+  positives are a mix of clean positives and negatives in shares that do not
+  depend on the model, and so are the noisy negatives, so each model's AUC on
+  noisy rows is ``c + (a - b) AUC_clean`` with ``c``, ``a`` and ``b`` the same
+  for every model and ``a > b`` (the share of clean positives among the noisy
+  positives and among the noisy negatives).
 * The one chosen is trained on every training row and is the model; the
   record, with both counts, is ``model.info["noise_check"]``; a checkpoint
   keeps it, so ``--resume`` trains the chosen one on without a new check.
@@ -53,7 +63,7 @@ from ...errors import CollectiveError
 from ..inputs import Inputs
 from ..record import selection_record
 from .base import Context, Plan, candidate
-from .paired import SWITCH_SE, count, paired_gain, row_outcomes, row_weights, switches
+from .paired import SWITCH_SE, count, paired_auc, paired_gain, row_outcomes, row_weights, switches
 
 if TYPE_CHECKING:  # annotations only
     from ...comm import Comm
@@ -110,9 +120,11 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: 
     Returns
     -------
     dict
-        ``chosen`` (``"algorithm"`` or ``"adaboost"``), ``rule``, ``held_out`` (rows), ``rows`` (where they
-        came from) and, per candidate, its held-out ``errors`` and ``error``; AdaBoost's ``gain``, ``se`` and
-        ``differ`` (the held-out rows where exactly one of the two errs).
+        ``chosen`` (``"algorithm"`` or ``"adaboost"``), ``rule``, ``metric`` (``"error"`` or ``"auc"``),
+        ``held_out`` (rows), ``rows`` (where they came from) and, per candidate, its held-out ``errors`` and
+        ``error``; AdaBoost's ``gain``, ``se`` and ``differ`` (the held-out rows where exactly one of the two
+        errs). With the AUC, the gain and its standard error are AdaBoost's AUC minus SmoothBoost's
+        (``auc_gain``), and each candidate's ``auc`` is kept beside its errors.
     """
     shard = inputs.shard
     if inputs.valid is not None:
@@ -124,24 +136,36 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed: 
         mask = valid_mask(shard, HOLDOUT_FRACTION, int(seed) ^ _SEED_SALT, comm)
         train, held, rows = subset(shard, ~mask, comm), shard, np.flatnonzero(mask)
         where = f"{HOLDOUT_FRACTION:g} of the training rows"
-    wrong = {}
+    metric = "auc" if inputs.valid_metric == "auc" else "error"
+    wrong, score = {}, {}
     names = (("algorithm", algorithm, params), ("adaboost", *baseline_run(params)))
     for i, (key, name, p) in enumerate(names):
         model = candidate(comm, name, p, rounds, Inputs(train), seed, phase="noise check", step=i + 1,
                           steps=len(names), callbacks=callbacks,
                           label="SmoothBoost" if key == "algorithm" else "AdaBoost").finish()
-        wrong[key] = row_outcomes(model, held, rows)[0]
+        wrong[key], score[key] = row_outcomes(model, held, rows, scores=True)
         watchdog.tick()
     n = count(comm, rows.size)  # at least 1: split_valid refuses none
     mine = count(comm, wrong["algorithm"])
     weight = row_weights(comm, held, rows)  # with sample weights each row's error counts its weight
     ada = paired_gain(comm, wrong["algorithm"], wrong["adaboost"], n, weight)
-    chosen = "adaboost" if switches(ada["gain"], ada["se"]) else "algorithm"
-    return {"chosen": chosen, "held_out": n, "rows": where,
-            "rule": f"SmoothBoost unless AdaBoost has fewer errors on {where} by more than {SWITCH_SE:g} standard "
-                    "error of the paired per-row differences",
-            "tried": {"algorithm": {"errors": mine, "error": mine / n},
-                      "adaboost": {**ada, "error": ada["errors"] / n}}}
+    tried = {"algorithm": {"errors": mine, "error": mine / n}, "adaboost": {**ada, "error": ada["errors"] / n}}
+    what = "fewer errors"
+    if metric == "auc":
+        y = np.asarray(held.y)[rows]
+        gain, se = paired_auc(comm, y, None, score["algorithm"], score["adaboost"], weight)
+        # the AUCs themselves, for the record: each model against a constant (AUC 1/2)
+        flat = np.zeros(rows.size)
+        tried["algorithm"]["auc"] = 0.5 + paired_auc(comm, y, None, flat, score["algorithm"], weight)[0]
+        tried["adaboost"].update(auc=0.5 + paired_auc(comm, y, None, flat, score["adaboost"], weight)[0],
+                                 auc_gain=gain, gain=gain, se=se)
+        what = "a higher AUC" + (" (weighted)" if weight is not None else "")
+    chosen = "adaboost" if switches(tried["adaboost"]["gain"], tried["adaboost"]["se"]) else "algorithm"
+    return {"chosen": chosen, "metric": metric, "held_out": n, "rows": where,
+            "rule": f"SmoothBoost unless AdaBoost has {what} on {where} by more than {SWITCH_SE:g} standard "
+                    "error of the paired " + ("per-row differences" if metric == "error" else
+                                              "difference (DeLong)"),
+            "tried": tried}
 
 
 def _valid(rec: dict) -> bool:
@@ -153,14 +177,21 @@ def _valid(rec: dict) -> bool:
         return True
     tried = rec["tried"]
     return (isinstance(rec.get("held_out"), int) and isinstance(tried, dict)
+            and rec.get("metric", "error") in ("error", "auc")
             and all(isinstance(tried.get(k), dict) and isinstance(tried[k].get("errors"), int)
-                    for k in ("algorithm", "adaboost")))
+                    for k in ("algorithm", "adaboost"))
+            and (rec.get("metric", "error") == "error"
+                 or all(isinstance(tried[k].get("auc"), float) for k in ("algorithm", "adaboost"))))
 
 
 def describe(rec: dict) -> str:
     """One line for the run's output, for a record of a check that was made (one with ``tried``)."""
     t, n = rec["tried"], rec["held_out"]
     what = "AdaBoost (the labels look clean)" if rec["chosen"] == "adaboost" else "SmoothBoost"
+    if rec.get("metric", "error") == "auc":
+        return (f"noise check: the model is {what}; AUC on {n:,} held-out rows: SmoothBoost "
+                f"{t['algorithm']['auc']:.4f}, AdaBoost {t['adaboost']['auc']:.4f} "
+                f"(difference {t['adaboost']['gain']:+.4f} ± {t['adaboost']['se']:.4f})")
     return (f"noise check: the model is {what}; errors on {n:,} held-out rows: SmoothBoost "
             f"{t['algorithm']['errors']:,}, AdaBoost {t['adaboost']['errors']:,}")
 

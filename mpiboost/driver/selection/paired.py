@@ -24,9 +24,10 @@ if TYPE_CHECKING:  # annotations only
 SWITCH_SE = 1.0
 
 
-def row_outcomes(model, shard: Shard, rows: np.ndarray,
-                 cols: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray]:
-    """(wrong 0/1, normalized margin ``y f(x) / sum |coef|``) of a binary ``model`` on this rank's ``rows``.
+def row_outcomes(model, shard: Shard, rows: np.ndarray, cols: Optional[np.ndarray] = None,
+                 scores: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(wrong 0/1, normalized margin ``y f(x) / sum |coef|``) of a binary ``model`` on this rank's ``rows``;
+    with ``scores``, (wrong 0/1, the raw scores ``f(x)``) instead.
 
     ``cols``: those rows in the model's bins when they are not the shard's (a model of rows binned apart).
     """
@@ -37,7 +38,7 @@ def row_outcomes(model, shard: Shard, rows: np.ndarray,
     score = np.asarray(model.decision_binned(cols), dtype=np.float64)
     scale = float(np.abs(model.vote_coefficients()).sum()) or 1.0
     wrong = (np.where(score >= 0, 1.0, -1.0) != y).astype(np.int64)
-    return wrong, y * score / scale
+    return (wrong, score) if scores else (wrong, y * score / scale)
 
 
 def paired_gain(comm: Comm, base_wrong: np.ndarray, wrong: np.ndarray, n: int,
