@@ -67,7 +67,9 @@ def algorithms_markdown() -> str:
         caps = [c for c, on in (("needs a target and sources", cls.needs_target),
                                 ("no --best-round / --early-stop: the final vote depends on every round",
                                  not cls.curve_scores_model),
-                                ("a model of no vote is a failed run", cls.empty_model_fails)) if on]
+                                ("a model of no vote is a failed run", cls.empty_model_fails),
+                                ("makes choices of its own on the validation rows (the baseline guard trains it "
+                                 "once per half of them)", cls.chooses_on_valid)) if on]
         out += ["", f"## `{name}`", "", cls.summary + ".", "", f"From: {cls.paper}.", "",
                 f"Tasks: {', '.join(cls.tasks)}; vote: {cls.vote}" + (f"; {'; '.join(caps)}" if caps else "") + ".",
                 "", "Sample weights: " + (cls.weight_rule + "." if cls.weight_rule else "not taken (a file with a "

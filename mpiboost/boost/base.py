@@ -98,6 +98,10 @@ class Algorithm(ABC):
     weight_rule: ClassVar[str] = ""
     curve_scores_model: ClassVar[bool] = True
     empty_model_fails: ClassVar[bool] = False
+    # chooses_on_valid: the run makes choices of its own on its validation rows (``valid`` below), beyond the
+    #   round the driver keeps; a selection that must not judge a model on the rows that shaped it
+    #   (the baseline guard's cross-fitting) trains it once per half of those rows.
+    chooses_on_valid: ClassVar[bool] = False
     # baselines: the simplest models a user would train instead, which the baseline guard (--baseline-guard,
     # mpiboost.driver.selection.baseline_guard) trains beside the algorithm on the same rows and keeps when they
     # validate better: name -> (algorithm, parameters fixed for it, what it is, parameters fixed when it grows

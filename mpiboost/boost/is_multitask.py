@@ -117,6 +117,9 @@ class ISMultitask(Algorithm):
     weight_rule = ("each row's loss counts its weight times in its task's risk (the steps' costs, the pooled "
                    "start's and the tasks-alone AdaBoost's first distribution, the logistic start's gradients)")
     weak_learners = ("stump", "tree")
+    # its start (the pooled forest, AdaBoost pooled) and the per-task fits behind lambda are cut on the
+    # validation rows
+    chooses_on_valid = True
     baselines = {
         "pooled": (*POOLED_WITH_DOMAIN_ID, "gradient-boosted logistic trees on every task's rows pooled, which may "
                    "split on the task (LightGBM's defaults with a task id column)", {}),

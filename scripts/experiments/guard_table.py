@@ -10,6 +10,7 @@ worst task's error, and the guard's choices.
 * ``is-multitask`` and ``multiboost``, ``fedmultiboost``: their defaults, i.e. with the baseline guard, and
   with ``--baseline-guard off`` (the algorithm as asked);
 * ``multiboost --baseline-guard domain-free``: the guard without the model per domain;
+* ``multiboost --loss logistic``, with and without the guard: MultiBoost's other loss;
 * their baselines: AdaBoost on each task alone (``is-multitask --lambda 0 --start zero``; with stumps,
   is-multitask's, and with trees, MultiBoost's and FedMultiBoost's per-domain baseline) and logistic trees on
   every row pooled (``adaboost --weak-learner tree --loss logistic``: MultiBoost's pooled baseline), and with
@@ -45,6 +46,8 @@ METHODS = {
     "is-multitask, no guard": ["--algo", "is-multitask", *OFF],
     "multiboost": ["--algo", "multiboost"],
     "multiboost, no guard": ["--algo", "multiboost", *OFF],
+    "multiboost, logistic": ["--algo", "multiboost", "--loss", "logistic"],
+    "multiboost, logistic, no guard": ["--algo", "multiboost", "--loss", "logistic", *OFF],
     "fedmultiboost": ["--algo", "fedmultiboost"],
     "fedmultiboost, no guard": ["--algo", "fedmultiboost", *OFF],
     "multiboost, domain-free guard": ["--algo", "multiboost", "--baseline-guard", "domain-free"],

@@ -11,7 +11,10 @@ task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boos
   are trained on the same training rows and scored on the same validation rows; with ``--best-round`` or
   ``--early-stop`` each is cut at its own best round, as the model kept would be, and scored without the
   bias of choosing that round on the rows it is scored on: each half of the validation rows at the round
-  the other half chose (:class:`.best_round.CrossFitRounds`);
+  the other half chose (:class:`.best_round.CrossFitRounds`). A candidate that makes choices of its own on
+  its validation rows (``chooses_on_valid``: IS multi-task's start forest, cut at its validation log-loss,
+  and its per-task fits) is trained once per half instead, each run seeing one half, and each half scored by
+  the run that did not see it: otherwise that candidate alone would be judged on rows that shaped it;
 * the measure is the run's: 0/1 errors (the paired per-row differences, :func:`.paired.paired_gain`) or,
   with ``--valid-metric auc``, the AUC (mean over the tasks of a task model), whose paired difference and
   standard error are DeLong's (:func:`.paired.paired_auc`);
@@ -127,14 +130,29 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     n = count(comm, held.n_local)
     # each candidate cut at its best round is scored on the rows that round was not chosen on (cross-fitting)
     first, halves = split_halves(comm, held, seed) if rounds_chosen else (None, None)
-    outcome, cut = {}, {}
+    outcome, cut, per_half = {}, {}, []
     for i, key in enumerate(names):
         name, p = strategy_run(key, algorithm, params)
+        train = dict(phase="baseline guard", step=i + 1, steps=len(names), callbacks=callbacks, label=key)
+        if halves is not None and boost.get(name).chooses_on_valid:
+            # a candidate that shapes itself on its validation rows (beyond the round) is trained once per
+            # half, each run seeing one half only, and scored on the other
+            got = []
+            for half in halves:
+                chooser = BestRound(patience)
+                model = candidate(comm, name, p, rounds, Inputs(inputs.shard, half, inputs.seconds,
+                                                                inputs.valid_metric), seed, chooser, **train).finish()
+                got.append((at_round(model, chooser.best_round), chooser.best_round))
+            s = np.where(first, scores(got[1][0], held), scores(got[0][0], held))
+            cut[key] = [got[0][1], got[1][1]]
+            per_half.append(key)
+            outcome[key] = s
+            watchdog.tick()
+            continue
         chooser = BestRound(patience) if rounds_chosen else None
         cross = CrossFitRounds(comm, halves, inputs.valid_metric) if halves is not None else None
-        algo = candidate(comm, name, p, rounds, inputs, seed, chooser, phase="baseline guard", step=i + 1,
-                         steps=len(names), callbacks=callbacks, label=key, watch=[cross] if cross else [])
-        model = algo.finish()
+        model = candidate(comm, name, p, rounds, inputs, seed, chooser, watch=[cross] if cross else [],
+                          **train).finish()
         if cross is not None:
             r_first, r_second = cross.best_rounds()
             # the first half scored at the round the second chose, and the other way round
@@ -185,7 +203,9 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     return {"chosen": chosen, "metric": metric, "held_out": n, "tried": tried, "weighted": by_weight,
             "rule": f"{algorithm} unless a baseline ({', '.join(names[1:])}) is better in {what} on the validation "
                     f"rows by more than {SWITCH_SE:g} standard error of the paired differences (the larger gain "
-                    "wins)" + ("; each half of the rows scored at the best round of the other half" if cut else "")}
+                    "wins)" + ("; each half of the rows scored at the best round of the other half" if cut else "")
+                    + (f" ({', '.join(per_half)}: trained once per half, each run validated on one half and "
+                       "scored on the other)" if per_half else "")}
 
 
 def split_halves(comm: Comm, held: Shard, seed: int) -> tuple:
