@@ -60,6 +60,7 @@ decides anything is exact, so the model is the same on any number of ranks.
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Optional
 
 import numpy as np
@@ -240,10 +241,12 @@ class ISMultitask(Algorithm):
         self.model = self.new_model(data, output="sign")
         self.use_trees = grows_trees(self.params)
         if self.params["start"] == "logistic":
-            key = ("logistic_start", self.params["start_task_splits"], *self._fit_key("start_rounds"))
+            # the trees do not depend on the validation rows, only where they are cut: runs that validate on
+            # other rows (the baseline guard's halves) grow them once
+            key = ("logistic_forest", self.params["start_task_splits"], *self._fit_key("start_rounds", valid=False))
             if key not in data.extra:
-                data.extra[key] = self.fit_logistic()
-            forest = data.extra[key]
+                data.extra[key] = self.grow_logistic()
+            forest = self.cut_logistic(data.extra[key])
             for tree, k in forest:  # round 0, rebuilt on resume: shared by every task (k None) or task k's
                 self.model.append(tree, START_SCALE, domain=k, round=0)
             for blk in self.blocks:
@@ -280,9 +283,10 @@ class ISMultitask(Algorithm):
             model.domain_names = [str(k) for k in range(self.J)]
         return model
 
-    def _fit_key(self, rounds: str) -> tuple:
-        """What a set-up fit depends on besides the data (the cache key of a search over other parameters)."""
-        v = self.valid
+    def _fit_key(self, rounds: str, valid: bool = True) -> tuple:
+        """What a set-up fit depends on besides the data (the cache key of a search over other parameters);
+        ``valid`` False: a fit that does not read the validation rows."""
+        v = self.valid if valid else None
         return (self.seed, int(self.params[rounds]), float(self.params["learning_rate"]),
                 None if v is None else (int(v.n_global), id(v)),
                 *((p.name, self.params.get(p.name)) for p in SAMPLING))
@@ -304,50 +308,57 @@ class ISMultitask(Algorithm):
         ind = (np.arange(self.J)[:, None] == np.asarray(task, dtype=np.int64)[None, :]).astype(np.uint8)
         return np.ascontiguousarray(np.vstack([cols, ind]))
 
-    def fit_logistic(self) -> list:
+    def grow_logistic(self) -> list:
         """Gradient-boosted logistic trees on every task's rows (LightGBM's defaults, ``start_rounds`` trees at
-        most), cut at the lowest validation log-loss (the earliest of equal ones) when there are validation
-        rows: the model's round-0 members, ``(tree, task)`` in order, task None for a tree every task shares.
+        most), uncut: :meth:`cut_logistic` makes them the start.
 
-        With task splits the trees also see each task's indicator (features d..d+J-1); a tree that splits
-        on one is stored as J trees, the task's splits decided in each (task None: the tree splits on none).
-        The trees' sum is the log-odds; the start is half of it (``START_SCALE``).
+        With task splits the trees also see each task's indicator (features d..d+J-1).
         """
-        from types import SimpleNamespace
-
-        from ..weak.tree import resolve_splits
         from .newton import NewtonBoost
 
-        data, v = self.data, self.valid
+        data = self.data
         # the forest `adaboost --loss logistic --weak-learner tree` grows by default (quantized gradients too)
         params = {**self.params, "weak_learner": "tree", "learning_rate": START_LEARNING_RATE,
                   "grad_bins": GRAD_BINS_BINARY.default}
-        d = int(data.cols.shape[0])
-        splits = self.task_splits()
-        if splits:
+        if self.task_splits():
             n_bins = np.concatenate([np.asarray(data.bins.n_bins), np.full(self.J, 2)]).astype(
                 np.asarray(data.bins.n_bins).dtype)
             data = SimpleNamespace(cols=self._with_tasks(data.cols, data.domain), y=data.y, n_local=data.n_local,
                                    n_global=data.n_global, bins=SimpleNamespace(n_bins=n_bins), start=data.start,
                                    weight=getattr(data, "weight", None))
         boost = NewtonBoost(data, self.proto, params, 1, seed=self.seed)
-        n_valid = int(self.proto.reduce_counts(np.array([len(v.y)], dtype=np.int64))[0]) if v is not None else 0
-        if n_valid:
-            vcols = self._with_tasks(v.cols, v.domain) if splits else v.cols
-            vscore, vy = np.zeros(len(v.y)), np.asarray(v.y, dtype=np.float64)
-        trees, losses = [], []
+        trees = []
         for t in range(1, int(self.params["start_rounds"]) + 1):
             h = boost.select(t)
             if h is None:
                 break
             boost.apply(h)
             trees.append(h.stump)
-            if n_valid:
-                vscore += h.stump.values(vcols)[:, 0]
+        return trees
+
+    def cut_logistic(self, trees: list) -> list:
+        """The start from :meth:`grow_logistic`'s ``trees``: cut at the lowest validation log-loss (the earliest
+        of equal ones) when there are validation rows, as the model's round-0 members, ``(tree, task)`` in
+        order, task None for a tree every task shares.
+
+        A tree that splits on a task's indicator is stored as J trees, the task's splits decided in each (task
+        None: the tree splits on none). The trees' sum is the log-odds; the start is half of it
+        (``START_SCALE``).
+        """
+        from ..weak.tree import resolve_splits
+
+        v, d = self.valid, int(self.data.cols.shape[0])
+        n_valid = int(self.proto.reduce_counts(np.array([len(v.y)], dtype=np.int64))[0]) if v is not None else 0
+        if n_valid:
+            vcols = self._with_tasks(v.cols, v.domain) if self.task_splits() else v.cols
+            vscore, vy = np.zeros(len(v.y)), np.asarray(v.y, dtype=np.float64)
+            losses = []
+            for tree in trees:
+                vscore += tree.values(vcols)[:, 0]
                 terms = np.logaddexp(0.0, -vy * vscore)  # each row's log-loss: its own arithmetic, then exact sums
                 losses.append(self.proto.reduce_terms([_exact.partials(np.ascontiguousarray(terms))])[0])
-        if losses:
-            trees = trees[: int(np.argmin(losses)) + 1]
+            if losses:
+                trees = trees[: int(np.argmin(losses)) + 1]
         out = []
         for tree in trees:
             if not np.any(tree.feature >= d):
