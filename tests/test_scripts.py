@@ -33,8 +33,12 @@ def test_there_are_scripts():
 
 def test_every_script_answers_help_and_every_library_imports():
     """One process per script (a script may set up its path or threads on import), two at a time."""
+    # parsed here, not in the threads: CPython 3.11's ast.parse is not safe in two threads at once
+    # ("AST constructor recursion depth mismatch")
+    commands = {path: _has_command_line(path) for path in ALL}
+
     def check(path: pathlib.Path):
-        if _has_command_line(path):
+        if commands[path]:
             proc = _run([str(path), "--help"], path.parent)
             ok = proc.returncode == 0 and "usage:" in proc.stdout
         else:

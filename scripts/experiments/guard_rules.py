@@ -14,7 +14,9 @@ validation rows, so the same models). Rules:
 * ``pooled-first``: the pooled baseline is the incumbent (the simplest use of the rows), the others switch as
   in the default rule;
 * ``best-switcher``: as the default, but among the baselines that beat the algorithm by a standard error, the
-  one of fewest validation errors, each against the others by the same rule.
+  one of fewest validation errors, each against the others by the same rule;
+* ``specific-first``: among the baselines that beat the algorithm by a standard error, the most specific one
+  (per domain or task, then pooled with the domain, then pooled) unless another beats it by a standard error.
 
     python scripts/experiments/guard_table.py --workdir W
     python scripts/experiments/guard_rules.py --results W/results.json
@@ -72,7 +74,16 @@ def rules(rec: dict) -> dict:
     best = "algorithm"
     if switchers:
         best = min(switchers, key=lambda k: (errors[k], names.index(k)))
-    return {"default": rec["chosen"], "argmin": argmin,
+    # the most specific baseline first: a model per domain, then pooled with the domain, then pooled
+    order = [k for k in ("per-domain", "per-task", "pooled-id", "pooled") if k in switchers]
+    specific = "algorithm"
+    if order:
+        specific = order[0]
+        for k in order[1:]:
+            g, se = gain_se(rec, specific, k)
+            if g > 0 and g > se:
+                specific = k
+    return {"default": rec["chosen"], "argmin": argmin, "specific-first": specific,
             "pooled-first": by_incumbent(rec, "pooled") if "pooled" in names else rec["chosen"],
             "best-switcher": best}
 
@@ -107,14 +118,14 @@ def main(argv=None) -> int:
             base = {k: np.array([float(np.mean(x["errors"])) for x in out[row]]) for k, row in cands.items()
                     if k != "algorithm"}
             cells = [name, method]
-            for rule in ("default", "argmin", "pooled-first", "best-switcher"):
+            for rule in ("default", "argmin", "pooled-first", "best-switcher", "specific-first"):
                 e = np.array(picked[rule])
                 worst = max(base, key=lambda k: float(np.mean(e - base[k])))
                 d = e - base[worst]
                 cells.append(f"{e.mean():.4f} ({worst} {d.mean():+.4f} ± {d.std(ddof=1) / math.sqrt(d.size):.4f})")
             cells.append(f"{np.mean(best_possible):.4f}")
             rows.append(cells)
-    table = C.markdown_table(["set", "method", "default", "argmin", "pooled-first", "best-switcher",
+    table = C.markdown_table(["set", "method", "default", "argmin", "pooled-first", "best-switcher", "specific-first",
                               "best candidate (oracle)"], rows)
     C.publish("Test error of each rule's choice, mean over the repetitions (in brackets: the baseline it is "
               "furthest behind, the paired difference and its standard error).\n\n" + table + "\n", args.out)
