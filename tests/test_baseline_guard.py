@@ -199,14 +199,14 @@ def _halves_by_hand(y, task, seed):
     return first
 
 
-def _cross_fit_twin(data, valid, key, algo, first, tmp_path, per_half):
+def _cross_fit_twin(data, valid, key, algo, first, tmp_path, per_half, cut=True):
     """One candidate's cross-fitted validation errors and rounds, by hand.
 
     ``per_half`` False: the candidate trained alone for every round, its validation curve on each half by
     numpy (the mean over the tasks' errors for a task model, as the run's own), the earliest best round of
     each, and each half's errors at the other's round. ``per_half`` True (a candidate that shapes itself on
     its validation rows): trained twice with ``--valid`` one half and ``--best-round``, each half scored by
-    the run that did not see it."""
+    the run that did not see it. ``cut`` False (no ``--best-round``): every round kept, none chosen."""
     a = read_arrays(valid)
     X, y, task = a["X"], a["y"], a["domain"]
     if per_half:
@@ -214,10 +214,11 @@ def _cross_fit_twin(data, valid, key, algo, first, tmp_path, per_half):
         for h, rows in enumerate((first, ~first)):
             path = tmp_path / f"{key}-half{h}.h5"
             write_dataset(path, X[rows], y[rows], task[rows], domain_names=a.get("domain_names"))
-            twin, proc = _train(data, tmp_path / f"{key}{h}.h5", *algo, "--valid", path, "--best-round")
+            twin, proc = _train(data, tmp_path / f"{key}{h}.h5", *algo, "--valid", path,
+                                *(("--best-round",) if cut else ()))
             got.append((twin, twin.n_rounds))
         wrong = np.where(first, got[1][0].predict(X, task) != y, got[0][0].predict(X, task) != y)
-        return wrong, [int(got[0][1]), int(got[1][1])]
+        return wrong, [int(got[0][1]), int(got[1][1])] if cut else None
     twin, _ = _train(data, tmp_path / f"{key}.h5", *algo)
     rounds = int(twin.n_rounds)
 
@@ -225,6 +226,8 @@ def _cross_fit_twin(data, valid, key, algo, first, tmp_path, per_half):
         t = twin.truncated(r) if 0 < r < rounds else twin
         return np.where(t.decision_function(X, task) >= 0, 1, -1) != y
 
+    if not cut:
+        return wrong_at(rounds), None
     staged = [wrong_at(r) for r in range(1, rounds + 1)]
     best = []
     for half in (first, ~first):
@@ -233,14 +236,14 @@ def _cross_fit_twin(data, valid, key, algo, first, tmp_path, per_half):
     return np.where(first, wrong_at(best[1]), wrong_at(best[0])), best
 
 
-@pytest.mark.parametrize("algorithm", ["is-multitask", "multiboost"])
-def test_each_half_is_scored_by_what_the_other_half_chose(sets, tmp_path, algorithm):
+@pytest.mark.parametrize("algorithm,cut", [("is-multitask", True), ("multiboost", True), ("multiboost", False)])
+def test_each_half_is_scored_by_what_the_other_half_chose(sets, tmp_path, algorithm, cut):
     """With --best-round each candidate's round is chosen on the same validation rows the guard scores it
     on, a bias toward candidates of jagged curves; the guard scores each half of the rows at the round chosen
     on the other half, and trains a candidate that makes choices of its own on validation rows (IS
     multi-task's start forest and per-task fits: every candidate of is-multitask, MultiBoost's pooled-id and
-    per-domain) once per half, each half scored by the run that did not see it. Twin: each candidate trained
-    by hand (:func:`_cross_fit_twin`)."""
+    per-domain) once per half, each half scored by the run that did not see it, with or without a cut at the
+    best round (``cut``). Twin: each candidate trained by hand (:func:`_cross_fit_twin`)."""
     valid = tmp_path / "valid.h5"
     if algorithm == "is-multitask":
         data, synth = sets / "mt.h5", ["multitask", "--n", "1200", "--dataset", "2", "--seed", "5"]
@@ -262,7 +265,7 @@ def test_each_half_is_scored_by_what_the_other_half_chose(sets, tmp_path, algori
         shaped = {"pooled-id", "per-domain"}
     assert run_cli(["synth", *synth, "--out", str(valid)]).returncode == 0
     m, _ = _train(data, tmp_path / "m.h5", "--algo", algorithm, "--rounds", "30", "--valid", valid,
-                  "--best-round", "--seed", "4")
+                  *(("--best-round",) if cut else ()), "--seed", "4")
     rec = m.info["baseline_guard"]
     assert set(rec["tried"]) == set(runs), rec
     a = read_arrays(valid)
@@ -271,8 +274,8 @@ def test_each_half_is_scored_by_what_the_other_half_chose(sets, tmp_path, algori
     for key, algo in runs.items():
         off = () if "adaboost" in algo else ("--baseline-guard", "off")
         wrong[key], rounds = _cross_fit_twin(data, valid, key, (*algo, *off, "--seed", "4", "--rounds", "30"), first,
-                                             tmp_path, key in shaped)
-        assert rec["tried"][key]["rounds"] == rounds, key
+                                             tmp_path, key in shaped, cut)
+        assert rec["tried"][key].get("rounds") == rounds, key
         assert rec["tried"][key]["errors"] == int(wrong[key].sum()), key
     if algorithm == "is-multitask":
         assert rec["tried"]["per-task"]["rounds"][0] != rec["tried"]["per-task"]["rounds"][1]  # the halves disagree

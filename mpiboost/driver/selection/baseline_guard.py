@@ -13,8 +13,9 @@ task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boos
   bias of choosing that round on the rows it is scored on: each half of the validation rows at the round
   the other half chose (:class:`.best_round.CrossFitRounds`). A candidate that makes choices of its own on
   its validation rows (``chooses_on_valid``: IS multi-task's start forest, cut at its validation log-loss,
-  and its per-task fits) is trained once per half instead, each run seeing one half, and each half scored by
-  the run that did not see it: otherwise that candidate alone would be judged on rows that shaped it;
+  and its per-task fits) is trained once per half instead (with or without a cut at the best round), each
+  run seeing one half, and each half scored by the run that did not see it: otherwise that candidate alone
+  would be judged on rows that shaped it;
 * the measure is the run's: 0/1 errors (the paired per-row differences, :func:`.paired.paired_gain`) or,
   with ``--valid-metric auc``, the AUC (mean over the tasks of a task model), whose paired difference and
   standard error are DeLong's (:func:`.paired.paired_auc`);
@@ -128,29 +129,33 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     if metric == "error" and inputs.shard.n_classes != 2:
         raise CollectiveError("the baseline guard compares binary models")
     n = count(comm, held.n_local)
-    # each candidate cut at its best round is scored on the rows that round was not chosen on (cross-fitting)
-    first, halves = split_halves(comm, held, seed) if rounds_chosen else (None, None)
+    # each candidate cut at its best round is scored on the rows that round was not chosen on (cross-fitting),
+    # and one that shapes itself on its validation rows on the rows it did not see, with or without a cut
+    shaped = {k for k in names if boost.get(strategy_run(k, algorithm, params)[0]).chooses_on_valid}
+    first, halves = split_halves(comm, held, seed) if rounds_chosen or shaped else (None, None)
     outcome, cut, per_half = {}, {}, []
     for i, key in enumerate(names):
         name, p = strategy_run(key, algorithm, params)
         train = dict(phase="baseline guard", step=i + 1, steps=len(names), callbacks=callbacks, label=key)
-        if halves is not None and boost.get(name).chooses_on_valid:
+        if halves is not None and key in shaped:
             # a candidate that shapes itself on its validation rows (beyond the round) is trained once per
             # half, each run seeing one half only, and scored on the other
             got = []
             for half in halves:
-                chooser = BestRound(patience)
+                chooser = BestRound(patience) if rounds_chosen else None
                 model = candidate(comm, name, p, rounds, Inputs(inputs.shard, half, inputs.seconds,
                                                                 inputs.valid_metric), seed, chooser, **train).finish()
-                got.append((at_round(model, chooser.best_round), chooser.best_round))
+                r = chooser.best_round if chooser is not None else 0
+                got.append((at_round(model, r), r))
             s = np.where(first, scores(got[1][0], held), scores(got[0][0], held))
-            cut[key] = [got[0][1], got[1][1]]
+            if rounds_chosen:
+                cut[key] = [got[0][1], got[1][1]]
             per_half.append(key)
             outcome[key] = s
             watchdog.tick()
             continue
         chooser = BestRound(patience) if rounds_chosen else None
-        cross = CrossFitRounds(comm, halves, inputs.valid_metric) if halves is not None else None
+        cross = CrossFitRounds(comm, halves, inputs.valid_metric) if rounds_chosen and halves is not None else None
         model = candidate(comm, name, p, rounds, inputs, seed, chooser, watch=[cross] if cross else [],
                           **train).finish()
         if cross is not None:
