@@ -166,8 +166,15 @@ class RoundLog(Callback):
         if m.get("train_metric") is not None:  # a regression's objective metric (RMSE, MAE ...)
             parts.append(f"train {name} {m['train_metric']:.6g}")
         if m.get("valid_error") is not None:
-            parts.append(f"valid {name} {m['valid_error']:.6g}" if "train_metric" in m else
-                         f"valid error {m['valid_error']:.4f}")
+            measure = (env.run or {}).get("valid_metric")  # what the validation rows measure, where not the error
+            if "train_metric" in m:
+                parts.append(f"valid {name} {m['valid_error']:.6g}")
+            elif measure == "logloss":
+                parts.append(f"valid log-loss {m['valid_error']:.6g}")
+            elif measure == "auc":
+                parts.append(f"valid AUC {1.0 - m['valid_error']:.4f}")
+            else:
+                parts.append(f"valid error {m['valid_error']:.4f}")
         parts += [f"{seconds:.1f} s", f"{rate:.2f} rounds/s", f"ETA {eta:.0f} s"]
         print("mpiboost: " + ", ".join(parts), file=self.stream, flush=True)
 

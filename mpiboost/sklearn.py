@@ -58,7 +58,7 @@ RUN_PARAMS = (
     ("seed", 0, "int", "seed of every random choice (the same model for the same seed on any number of ranks)"),
     ("valid_fraction", None, "float or None", "hold out this fraction of the training rows to pick the best "
                                               "round or an 'auto' value"),
-    ("valid_metric", "error", "str", "validation metric: error, or auc"),
+    ("valid_metric", "error", "str", "validation metric: error, logloss, or auc"),
     ("best_round", False, "bool", "keep the rounds up to the best validation round"),
     ("early_stop", None, "int or None", "stop after this many rounds without a better validation metric"),
     ("threads", None, "int or None", "OpenMP threads per rank (default: the cores of the node over its ranks)"),

@@ -408,11 +408,13 @@ def test_resume_trains_the_choice_on(sets, tmp_path):
 @pytest.mark.mpi
 @pytest.mark.skipif(mpiexec() is None, reason="no mpiexec")
 def test_same_choice_and_model_on_1_to_4_ranks(sets, tmp_path):
-    # the last two cut each candidate at its best rounds, chosen on each half of the validation rows, and
-    # compare by the rows' weights (AUC, errors)
+    # the last three cut each candidate at its best rounds, chosen on each half of the validation rows, and
+    # compare by the rows' weights (AUC, errors, log-loss)
     for data, args in (("mt.h5", ("--algo", "is-multitask", "--rounds", "30", "--lambda", "5", "--start", "zero")),
                        ("msw.h5", ("--algo", "is-multitask", "--rounds", "30", "--valid-metric", "auc", "--best-round")),
-                       ("msw.h5", ("--algo", "multiboost", "--rounds", "20", "--best-round"))):  # weights, 3 baselines
+                       ("msw.h5", ("--algo", "multiboost", "--rounds", "20", "--best-round")),  # weights, 3 baselines
+                       ("msw.h5", ("--algo", "multiboost", "--rounds", "20", "--valid-metric", "logloss",
+                                   "--best-round"))):
         models = {n: _train(sets / data, tmp_path / f"{n}.h5", *args, *VALID, n=n)[0] for n in (1, 2, 3, 4)}
         for n, m in models.items():
             assert m.info["baseline_guard"] == models[1].info["baseline_guard"], (args, n)
@@ -482,3 +484,46 @@ def test_sample_weights_weigh_the_auc_comparison(sets, tmp_path):
         assert (rec["tried"][key]["auc_gain"], rec["tried"][key]["se"]) == pytest.approx(want, rel=1e-9, abs=1e-12)
         assert rec["tried"][key]["auc_gain"] != pytest.approx(
             auc_difference(y, dom, score["algorithm"], score[key])[0], rel=1e-6, abs=1e-9)  # the weights count
+
+
+def test_logloss_compares_each_rows_log_loss(sets, tmp_path):
+    """With --valid-metric logloss the guard compares the candidates' per-row log-losses, each under its own
+    link: against each candidate trained by hand, its probabilities by numpy (sigmoid(F) for a logistic link,
+    sigmoid(2 F) for an exponential-loss vote), with sample weights the weighted paired mean and sandwich
+    standard error, without them the plain mean and standard error."""
+    runs = {"algorithm": ("--algo", "multiboost", "--baseline-guard", "off"),
+            "pooled": ("--algo", "adaboost", "--weak-learner", "tree", "--loss", "logistic"),
+            "pooled-id": ("--algo", "is-multitask", "--refine", "off", "--baseline-guard", "off"),
+            "per-domain": ("--algo", "is-multitask", "--lambda", "0", "--start", "zero", "--weak-learner", "tree",
+                           "--baseline-guard", "off")}
+    for name in ("msw.h5", "ms.h5"):
+        data = sets / name
+        arrays = read_arrays(data)
+        X, y, dom = arrays["X"], arrays["y"], arrays["domain"]
+        with h5py.File(data, "r") as f:
+            w = f["weight"][:] if "weight" in f else np.ones(y.size)
+        loss = {}
+        for key, algo in runs.items():
+            twin, _ = _train(data, tmp_path / f"{key}.h5", *algo, "--rounds", "20")
+            F = twin.decision_function(X, dom) if twin.takes_task else twin.decision_function(X)
+            p = 1.0 / (1.0 + np.exp(-(1.0 if twin.link == "logistic" else 2.0) * F))
+            loss[key] = -np.log(np.maximum(np.where(y > 0, p, 1.0 - p), 1e-15))
+        assert len({float(v.mean()) for v in loss.values()}) == 4
+        m, proc = _train(data, tmp_path / "m.h5", "--algo", "multiboost", "--rounds", "20", "--valid", data,
+                         "--valid-metric", "logloss")
+        rec = m.info["baseline_guard"]
+        weighted = name == "msw.h5"
+        assert rec["metric"] == "logloss" and rec["weighted"] == weighted
+        assert "log-loss on" in proc.stdout, proc.stdout
+        assert rec["tried"]["algorithm"]["loss"] == pytest.approx(np.average(loss["algorithm"], weights=w), rel=1e-9)
+        best, chosen = 0.0, "algorithm"
+        for key in ("pooled", "pooled-id", "per-domain"):
+            t = rec["tried"][key]
+            d = loss["algorithm"] - loss[key]
+            gain = np.average(d, weights=w)
+            se = np.sqrt(np.sum(w ** 2 * (d - gain) ** 2)) / w.sum() if weighted else d.std(ddof=1) / np.sqrt(d.size)
+            assert t["loss"] == pytest.approx(np.average(loss[key], weights=w), rel=1e-9)
+            assert t["gain"] == pytest.approx(gain, rel=1e-9, abs=1e-12) and t["se"] == pytest.approx(se, rel=1e-9)
+            if gain > 0 and gain > se and gain > best:
+                best, chosen = gain, key
+        assert rec["chosen"] == chosen, (name, rec)

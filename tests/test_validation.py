@@ -353,3 +353,97 @@ def test_selection_phases_print_a_line_per_training(noisy, tmp_path):
     assert quiet.returncode == 0 and "search of" not in quiet.stderr
     logged = run_cli([*base, "--model", str(tmp_path / "l.h5"), "--quiet", "--log-every", "5"])
     assert logged.returncode == 0 and logged.stderr.count("search of --epsilon auto") == len(EPSILON_GRID)
+
+
+# ------------------------------------------------------------ --valid-metric logloss
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def test_row_logloss_is_the_log_loss_of_the_models_link():
+    """Against scikit-learn's log_loss: logistic scores (p = sigmoid(F)), exponential-loss votes
+    (p = sigmoid(2 F)), SAMME's class votes (softmax(F / (K - 1))); a sure and wrong row costs -log(1e-15)."""
+    from sklearn.metrics import log_loss
+
+    from mpiboost.driver.validation import row_logloss
+
+    class Fake:  # a model of signs (or of K class scores) with a link, or a vote (link None)
+        vote, is_regression = "weighted", False
+
+        def __init__(self, link, output="sign"):
+            self.link, self.output = link, output
+
+        def proba_of_scores(self, s):
+            return Model.proba_of_scores(self, s)
+
+    rng = np.random.default_rng(5)
+    F = rng.normal(scale=2.0, size=400)
+    y = np.where(rng.random(400) < _sigmoid(F), 1, -1).astype(np.int8)
+    for link, scale in (("logistic", 1.0), (None, 2.0)):
+        got = row_logloss(Fake(link), F, y)
+        assert got.mean() == pytest.approx(log_loss(y > 0, _sigmoid(scale * F)), rel=1e-12)
+    sure = row_logloss(Fake("logistic"), np.array([-1000.0, 1000.0]), np.array([1, -1], dtype=np.int8))
+    assert sure.tolist() == [-np.log(1e-15)] * 2
+    # SAMME: K = 3 class votes
+    m = Fake(None, "argmax")
+    S = rng.normal(size=(300, 3))
+    k = rng.integers(0, 3, 300)
+    p = np.exp(S / 2) / np.exp(S / 2).sum(axis=1, keepdims=True)
+    assert row_logloss(m, S, k).mean() == pytest.approx(log_loss(k, p, labels=[0, 1, 2]), rel=1e-12)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("loss", ["exponential", "logistic"])
+def test_valid_metric_logloss_chooses_the_round_of_least_logloss(imbalanced, tmp_path, loss):
+    """The kept round's recorded log-loss is scikit-learn's log_loss of the kept model's probabilities (the
+    link by hand: sigmoid(2 F) for AdaBoost's votes, sigmoid(F) for logistic trees), no recorded round is
+    lower, and the run is the same on 3 ranks."""
+    from sklearn.metrics import log_loss
+
+    from mpiboost.data.format import read_arrays
+
+    v = read_arrays(imbalanced / "valid.h5")
+    models = {}
+    for n in (1, 3):
+        path = tmp_path / f"m{n}.h5"
+        proc = run_cli(["train", "--algo", "adaboost", "--weak-learner", "stump", "--loss", loss, "--data",
+                        str(imbalanced / "train.h5"), "--valid", str(imbalanced / "valid.h5"), "--valid-metric",
+                        "logloss", "--best-round", "--rounds", "60", "--model", str(path), "--threads", "1",
+                        "--log-every", "20"], n=n, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        models[n] = Model.load(path)
+    assert "valid log-loss" in proc.stdout and "valid log-loss" in proc.stderr, (proc.stdout, proc.stderr)
+    m = models[1]
+    info = m.info["validation"]
+    assert info["metric"] == "logloss" and m.n_rounds == info["best_round"]
+    assert _core(models[3]) == _core(m) and models[3].info["validation"] == info  # the same on 3 ranks
+    cols = np.empty((v["X"].shape[1], v["X"].shape[0]), dtype=np.uint8)
+    m.bins.transform(v["X"], out=cols.T)
+    F = m.decision_binned(cols)
+    kept = log_loss(v["y"] > 0, _sigmoid((2.0 if loss == "exponential" else 1.0) * F))
+    assert info["best_error"] == pytest.approx(kept, rel=1e-12)
+    assert info["best_error"] == min(info["curve"].values())
+
+
+def test_valid_metric_logloss_weighs_rows_and_averages_tasks(tmp_path):
+    """With sample weights, scikit-learn's weighted log_loss; a model per task: the mean of its tasks' weighted
+    log-losses."""
+    from sklearn.metrics import log_loss
+
+    proc = run_cli(["synth", "multitask", "--n", "400", "--dataset", "2", "--seed", "1", "--out",
+                    str(tmp_path / "mt.h5")])
+    assert proc.returncode == 0, proc.stderr
+    from mpiboost.data.format import read_arrays
+
+    a = read_arrays(tmp_path / "mt.h5")
+    w = np.random.default_rng(2).choice([0.5, 1.0, 3.0], size=a["y"].size)
+    write_dataset(tmp_path / "w.h5", a["X"], a["y"], a["domain"], weight=w)
+    proc = run_cli(["train", "--algo", "is-multitask", "--baseline-guard", "off", "--start", "zero", "--data",
+                    str(tmp_path / "w.h5"), "--valid", str(tmp_path / "w.h5"), "--valid-metric", "logloss",
+                    "--rounds", "15", "--model", str(tmp_path / "m.h5"), "--quiet", "--threads", "1"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = Model.load(tmp_path / "m.h5")
+    p = _sigmoid(2.0 * m.decision_function(a["X"], a["domain"]))
+    want = np.mean([log_loss(a["y"][g] > 0, p[g], sample_weight=w[g], labels=[False, True])
+                    for g in (a["domain"] == k for k in np.unique(a["domain"]))])
+    assert m.info["validation"]["last_error"] == pytest.approx(want, rel=1e-12)

@@ -182,8 +182,9 @@ BASELINE_GUARD = Param(
     "baseline_guard", str, "holdout",
     "holdout (the default): with validation rows (--valid or --valid-fraction), the algorithm's simplest "
     "baselines are trained on the same training rows and scored on the same validation rows; a baseline is the "
-    "model when it beats the algorithm by more than one standard error of the paired differences (errors, or "
-    "AUC with --valid-metric auc; with --best-round or --early-stop each half of the validation rows at the "
+    "model when it beats the algorithm by more than one standard error of the paired differences (errors; "
+    "each row's log-loss under the candidate's own probabilities with --valid-metric logloss; AUC with "
+    "--valid-metric auc; with --best-round or --early-stop each half of the validation rows at the "
     "best round of the other half, and a candidate that makes choices on its validation rows trained once per "
     "half and scored on the other), and the choice is recorded in the model; no validation rows: no guard; "
     "domain-free: as holdout, but only the baselines that predict without a row's domain (the pooled ones: a "

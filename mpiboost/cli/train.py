@@ -57,10 +57,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     from ..driver.validation import VALID_METRICS
 
     p.add_argument("--valid-metric", choices=VALID_METRICS, default="error",
-                   help="what the validation rows measure for --best-round, --early-stop and auto options: the "
-                   "error (default) or, binary labels, the AUC (reported as 1 - AUC; a multi-task model's mean "
-                   "over its tasks): for imbalanced classes, where the majority vote is right on most rows; a "
-                   "regression: its objective's metric (default) or rmse, l1, huber, quantile")
+                   help="what the validation rows measure for --best-round, --early-stop, auto options and the "
+                   "baseline guard: the error (default); the log-loss of the model's probabilities (logloss: "
+                   "LightGBM's early-stopping metric, smoother than the error, so a long run's round is chosen "
+                   "with less noise); or, binary labels, the AUC (reported as 1 - AUC): for imbalanced classes, "
+                   "where the majority vote is right on most rows (a multi-task model: the mean over its tasks); "
+                   "a regression: its objective's metric (default) or rmse, l1, huber, quantile")
     p.add_argument("--best-round", action="store_true",
                    help="keep the model truncated to the round of lowest validation error (needs --valid or "
                    "--valid-fraction; implied by an option given as auto)")
@@ -535,6 +537,8 @@ def summary_line(s: dict, model_path: str) -> str:
             line += f", valid {METRIC_NAMES[s['valid_metric']]} {s['valid_error']:.6g}"
         elif s.get("valid_metric") == "auc":
             line += f", valid AUC {1.0 - s['valid_error']:.4f}"
+        elif s.get("valid_metric") == "logloss":
+            line += f", valid log-loss {s['valid_error']:.6g}"
         else:
             line += f", valid error {s['valid_error']:.4f}"
     if s.get("best_round") is not None:

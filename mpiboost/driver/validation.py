@@ -21,7 +21,11 @@ MAX_VALID_FRACTION = 0.5  # beyond this the validation part outgrows the rows th
 
 
 REGRESSION_METRICS = ("rmse", "l1", "huber", "quantile")  # the regression objectives' (boost.losses)
-VALID_METRICS = ("error", "auc", *REGRESSION_METRICS)
+CLASS_METRICS = ("error", "auc", "logloss")
+VALID_METRICS = (*CLASS_METRICS, *REGRESSION_METRICS)
+# a probability below this counts as this (LightGBM's binary_logloss and multi_logloss clip alike), so one row
+# the model is sure of and wrong about costs -log(1e-15) = 34.5, not infinity
+LOGLOSS_FLOOR = 1e-15
 
 
 def auc(scores: np.ndarray, y: np.ndarray, weight: Optional[np.ndarray] = None) -> float:
@@ -55,12 +59,55 @@ def _valid_auc_loss(scorer: Scorer, vshard: Shard, proto: Protocol) -> float:
     return float(comm.bcast(loss))
 
 
+def row_logloss(model, score: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each row's log-loss ``-log p(y | x)`` under ``model``'s probabilities of its scores
+    (:meth:`mpiboost.model.Model.proba_of_scores`: the link of its loss, or ``sigmoid(2 F)`` of an
+    exponential-loss vote), ``p`` floored at :data:`LOGLOSS_FLOOR`.
+
+    Parameters
+    ----------
+    model : Model
+        A classifier.
+    score : numpy.ndarray
+        Its scores of the rows (``decision_binned``'s, or a :class:`~mpiboost.model.Scorer`'s).
+    y : numpy.ndarray
+        The rows' labels in internal codes: -1/+1 for a model of signs, class indices for a model of K scores.
+    """
+    y = np.asarray(y)
+    if not y.size:
+        return np.zeros(0)
+    p = model.proba_of_scores(np.asarray(score, dtype=np.float64))
+    if model.output == "argmax":
+        k = y.astype(np.int64)
+    else:
+        k = (y > 0).astype(np.int64)  # column 1 is the positive class
+    return -np.log(np.maximum(p[np.arange(y.size), k], LOGLOSS_FLOOR))
+
+
+def _valid_logloss(scorer: Scorer, vshard: Shard, proto: Protocol) -> float:
+    """Collective: the validation log-loss, ``sum(w l) / sum(w)`` over the rows (``w``: the rows' sample
+    weights, else 1; a task model: the mean over its tasks), from correctly rounded sums: the same on any
+    number of ranks."""
+    y = np.asarray(vshard.y)
+    if scorer.model.output != "argmax":
+        y = scorer._signed(y)
+    loss = row_logloss(scorer.model, scorer.scores, y)
+    w = np.ones(loss.size) if vshard.weight is None else np.asarray(vshard.weight, dtype=np.float64)
+    J = (len(scorer.model.domain_names or []) or 1) if scorer.model.takes_task else 1
+    task = np.asarray(vshard.domain, dtype=np.int32) if J > 1 else np.zeros(w.size, dtype=np.int32)
+    sums = proto.reduce_stats(np.concatenate([w * loss, w]), np.concatenate([task, task + J]), 2 * J)
+    total, weight = sums[:J], sums[J:]
+    has = weight > 0
+    return float(np.mean(total[has] / weight[has])) if has.any() else 0.0
+
+
 def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Protocol) -> Optional[float]:
     """Collective: the validation error of the model so far (None without validation data).
 
     A model with one ensemble per task is judged by the mean of its tasks'
     errors (every task counts alike, however many validation rows it has);
-    other models by the error over all validation rows.
+    other models by the error over all validation rows. The scorer's ``metric`` may ask for another measure,
+    lower being better alike: ``"auc"`` (1 - AUC), ``"logloss"``, or a regression's.
     """
     if scorer is None:
         return None
@@ -73,6 +120,8 @@ def _valid_error(scorer: Optional[Scorer], vshard: Optional[Shard], proto: Proto
                                  int(vshard.n_global))
     if getattr(scorer, "metric", "error") == "auc":
         return _valid_auc_loss(scorer, vshard, proto)
+    if getattr(scorer, "metric", "error") == "logloss":
+        return _valid_logloss(scorer, vshard, proto)
     if vshard.weight is not None:
         return _weighted_error(scorer, vshard, proto)
     if scorer.model.takes_task:
@@ -113,7 +162,8 @@ def resolve_metric(valid_metric: str, shard: Shard, algo) -> str:
             raise CollectiveError(f"--valid-metric {valid_metric} scores classes; a regression run takes "
                                   f"{', '.join(REGRESSION_METRICS)}")
     elif valid_metric in REGRESSION_METRICS:
-        raise CollectiveError(f"--valid-metric {valid_metric} scores numeric targets; a classifier takes error or auc")
+        raise CollectiveError(f"--valid-metric {valid_metric} scores numeric targets; a classifier takes "
+                              f"{', '.join(CLASS_METRICS)}")
     return valid_metric
 
 

@@ -16,9 +16,10 @@ task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boos
   and its per-task fits) is trained once per half instead (with or without a cut at the best round), each
   run seeing one half, and each half scored by the run that did not see it: otherwise that candidate alone
   would be judged on rows that shaped it;
-* the measure is the run's: 0/1 errors (the paired per-row differences, :func:`.paired.paired_gain`) or,
-  with ``--valid-metric auc``, the AUC (mean over the tasks of a task model), whose paired difference and
-  standard error are DeLong's (:func:`.paired.paired_auc`);
+* the measure is the run's: 0/1 errors (the paired per-row differences, :func:`.paired.paired_gain`); with
+  ``--valid-metric logloss``, each row's log-loss under the candidate's own probabilities (the paired per-row
+  differences again: :func:`.paired.paired_loss`); or, with ``--valid-metric auc``, the AUC (mean over the
+  tasks of a task model), whose paired difference and standard error are DeLong's (:func:`.paired.paired_auc`);
 * with sample weights each row's error counts its weight (:func:`.paired.weighted_gain`; the counts are kept
   beside), and the AUCs are the weighted ones, as the run's validation AUC (DeLong's variance in its
   weighted form: :func:`.paired.auc_difference`);
@@ -53,7 +54,9 @@ from ..inputs import Inputs
 from ..record import selection_record
 from .base import Context, Plan, candidate
 from .best_round import CrossFitRounds, at_round
-from .paired import SWITCH_SE, count, paired_auc, paired_gain, row_weights, scores, switches, weighted_gain
+from ..validation import row_logloss
+from .paired import (SWITCH_SE, count, paired_auc, paired_gain, paired_loss, row_weights, scores, switches,
+                     weighted_gain)
 
 if TYPE_CHECKING:  # annotations only
     from ...comm import Comm
@@ -119,14 +122,15 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     Returns
     -------
     dict
-        ``chosen``, ``rule``, ``metric`` (``"error"`` or ``"auc"``), ``held_out`` (rows) and, per candidate,
-        ``errors`` (and against the algorithm ``differ``, ``gain``, ``se``; against every other candidate
-        ``differ_from``: the rows where exactly one of the two errs), or ``auc_gain`` and ``se``.
+        ``chosen``, ``rule``, ``metric`` (``"error"``, ``"logloss"`` or ``"auc"``), ``held_out`` (rows) and,
+        per candidate, ``errors`` (and against the algorithm ``differ``, ``gain``, ``se``; against every other
+        candidate ``differ_from``: the rows where exactly one of the two errs), or ``loss`` (the mean log-loss;
+        against the algorithm ``gain`` and ``se``), or ``auc_gain`` and ``se``.
     """
     held = inputs.valid
     names = candidates(algorithm, params)
-    metric = "auc" if inputs.valid_metric == "auc" else "error"
-    if metric == "error" and inputs.shard.n_classes != 2:
+    metric = inputs.valid_metric if inputs.valid_metric in ("auc", "logloss") else "error"
+    if metric != "auc" and inputs.shard.n_classes != 2:
         raise CollectiveError("the baseline guard compares binary models")
     n = count(comm, held.n_local)
     # each candidate cut at its best round is scored on the rows that round was not chosen on (cross-fitting),
@@ -134,6 +138,14 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
     shaped = {k for k in names if boost.get(strategy_run(k, algorithm, params)[0]).chooses_on_valid}
     first, halves = split_halves(comm, held, seed) if rounds_chosen or shaped else (None, None)
     outcome, cut, per_half = {}, {}, []
+    y = np.asarray(held.y)
+
+    def measured(model) -> np.ndarray:
+        """What the comparison needs of a candidate: its scores of this rank's rows, or their log-losses (under
+        the candidate's own link: its scores alone would not say)."""
+        s = scores(model, held)
+        return row_logloss(model, s, y) if metric == "logloss" else s
+
     for i, key in enumerate(names):
         name, p = strategy_run(key, algorithm, params)
         train = dict(phase="baseline guard", step=i + 1, steps=len(names), callbacks=callbacks, label=key)
@@ -147,7 +159,7 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
                                                                 inputs.valid_metric), seed, chooser, **train).finish()
                 r = chooser.best_round if chooser is not None else 0
                 got.append((at_round(model, r), r))
-            s = np.where(first, scores(got[1][0], held), scores(got[0][0], held))
+            s = np.where(first, measured(got[1][0]), measured(got[0][0]))
             if rounds_chosen:
                 cut[key] = [got[0][1], got[1][1]]
             per_half.append(key)
@@ -161,13 +173,12 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
         if cross is not None:
             r_first, r_second = cross.best_rounds()
             # the first half scored at the round the second chose, and the other way round
-            s = np.where(first, scores(at_round(model, r_second), held), scores(at_round(model, r_first), held))
+            s = np.where(first, measured(at_round(model, r_second)), measured(at_round(model, r_first)))
             cut[key] = [r_first, r_second]
         else:
-            s = scores(at_round(model, chooser.best_round if chooser is not None else 0), held)
+            s = measured(at_round(model, chooser.best_round if chooser is not None else 0))
         outcome[key] = s
         watchdog.tick()
-    y = np.asarray(held.y)
     # AUC: the mean over the tasks where a candidate is a model per task (its scores of two tasks need not
     # share a scale), else over every row
     task = np.asarray(held.domain) if any(takes_task(algorithm, k) for k in names) else None
@@ -190,6 +201,10 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
         for (a, b), d in zip(pairs, differ.tolist()):
             tried[a].setdefault("differ_from", {})[b] = int(d)
             tried[b].setdefault("differ_from", {})[a] = int(d)
+    elif metric == "logloss":
+        tried["algorithm"] = {"loss": paired_loss(comm, outcome["algorithm"], outcome["algorithm"], weight)["loss"]}
+        for k in names[1:]:
+            tried[k] = paired_loss(comm, outcome["algorithm"], outcome[k], weight)
     else:
         tried["algorithm"] = {}
         for k in names[1:]:
@@ -203,6 +218,7 @@ def choose(comm: Comm, algorithm: str, params: dict, rounds: int, inputs: Inputs
         if switches(t["gain"], t["se"]) and (chosen == "algorithm" or t["gain"] > tried[chosen]["gain"]):
             chosen = k
     what = ("held-out errors" + (" (by the rows' weights)" if weighted else "") if metric == "error" else
+            "mean log-loss" + (" (by the rows' weights)" if weighted else "") if metric == "logloss" else
             "AUC" + (" (the mean over the tasks)" if task is not None else "") + (" (weighted)" if weighted else ""))
     by_weight = bool(weighted)
     return {"chosen": chosen, "metric": metric, "held_out": n, "tried": tried, "weighted": by_weight,
@@ -302,6 +318,10 @@ class BaselineGuard:
         if rec["metric"] == "error":
             parts = ", ".join(f"{k} {v['errors']:,}" for k, v in t.items())
             return f"baseline guard: the model is {rec['chosen']} (errors on {rec['held_out']:,} validation rows: {parts})"
+        if rec["metric"] == "logloss":
+            parts = ", ".join(f"{k} {v['loss']:.4f}" for k, v in t.items())
+            return (f"baseline guard: the model is {rec['chosen']} (log-loss on {rec['held_out']:,} validation rows: "
+                    f"{parts})")
         parts = ", ".join(f"{k} {v['auc_gain']:+.4f} ± {v['se']:.4f}" for k, v in t.items() if k != "algorithm")
         return f"baseline guard: the model is {rec['chosen']} (AUC against the algorithm's: {parts})"
 

@@ -28,7 +28,9 @@ the better one on clean rows too.
 * SmoothBoost, the algorithm asked for, stays unless AdaBoost has fewer
   held-out errors by more than ``SWITCH_SE`` standard errors of the paired
   per-row differences (the one-standard-error rule, as for the sources of a
-  transfer run: :mod:`.paired`). With ``--valid-metric auc`` the run is
+  transfer run: :mod:`.paired`). With ``--valid-metric logloss`` the check still compares errors: on
+  flipped labels a model's expected log-loss ``(1 - eta) l(y) + eta l(-y)`` need not order two models as
+  on clean labels, and AdaBoost's sure votes would pay most for each flip. With ``--valid-metric auc`` the run is
   judged by its ranking, and so is the check: AdaBoost replaces SmoothBoost
   when its held-out AUC is higher by more than ``SWITCH_SE`` standard errors
   of the AUC difference (DeLong's, weighted where the rows have weights:

@@ -147,6 +147,48 @@ def gain_and_se(total: int, squares: int, n: int) -> tuple[float, float]:
     return gain, math.sqrt(var / n)
 
 
+def paired_loss(comm: Comm, base_loss: np.ndarray, loss: np.ndarray,
+                weight: Optional[np.ndarray] = None) -> dict:
+    """Collective: the paired comparison of two models' per-row losses (log-loss) on the same held-out rows.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    base_loss, loss : numpy.ndarray
+        float64, this rank's per-row losses of the incumbent and of the other model.
+    weight : numpy.ndarray, optional
+        This rank's weights of those rows: every mean is then weighted, and the standard error the sandwich
+        one of :func:`weighted_gain`.
+
+    The gain is the mean of ``base_loss - loss`` (positive where the other model's loss is lower), its standard
+    error that of a mean of paired differences (the sample variance over ``n - 1``). Every sum is correctly
+    rounded from exact per-rank terms: the same on any number of ranks.
+
+    Returns
+    -------
+    dict
+        ``loss`` (the other model's mean loss), ``gain`` and ``se``.
+    """
+    from ..._ext import _exact
+
+    d = np.asarray(base_loss, dtype=np.float64) - np.asarray(loss, dtype=np.float64)
+    w = np.ones(d.size) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    terms = [w * loss, w, w * d, w * w * d * d, w * w * d, w * w]
+    total_loss, total, wd, w2d2, w2d, w2 = (float(v) for v in comm.sum_terms(
+        [_exact.partials(np.ascontiguousarray(t, dtype=np.float64)) for t in terms]))
+    if total <= 0.0:
+        return {"loss": 0.0, "gain": 0.0, "se": 0.0}
+    gain = wd / total
+    if weight is None:  # n rows of weight 1: the plain standard error of a mean
+        n = total
+        var = max(w2d2 - wd * wd / n, 0.0) / max(n - 1.0, 1.0)
+        se = math.sqrt(var / n)
+    else:
+        se = math.sqrt(max(w2d2 - 2.0 * gain * w2d + gain * gain * w2, 0.0)) / total
+    return {"loss": total_loss / total, "gain": gain, "se": se}
+
+
 def scores(model, shard: Shard) -> np.ndarray:
     """``model``'s scores of this rank's rows of ``shard`` (its raw rows for a domain classifier, its tasks for a
     task model)."""
@@ -285,5 +327,5 @@ def count(comm: Comm, values: np.ndarray) -> int:
     return int(comm.allreduce_int(np.array([int(np.sum(values))], dtype=np.int64))[0])
 
 
-__all__ = ["SWITCH_SE", "auc_difference", "count", "gain_and_se", "paired_auc", "paired_gain", "row_outcomes",
-           "row_weights", "scores", "switches", "weighted_gain"]
+__all__ = ["SWITCH_SE", "auc_difference", "count", "gain_and_se", "paired_auc", "paired_gain", "paired_loss",
+           "row_outcomes", "row_weights", "scores", "switches", "weighted_gain"]
