@@ -69,6 +69,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=100)
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     p.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--valid-metric", choices=["error", "logloss"], default="error",
+                   help="what every mpiboost method's validation rows measure: its best round and its guard's "
+                   "comparison (LightGBM's best iteration stays the one of least validation error)")
     data_options(p, "guard")
     return p.parse_args(argv)
 
@@ -113,7 +116,9 @@ def splits(args, name: str):
 
 
 def run_set(args, name: str) -> dict:
-    MT.METHODS.update(METHODS)  # the runner of multitask_tables runs any of its METHODS through the CLI
+    # the runner of multitask_tables runs any of its METHODS through the CLI
+    metric = [] if args.valid_metric == "error" else ["--valid-metric", args.valid_metric]
+    MT.METHODS.update({k: [*v, *metric] for k, v in METHODS.items()})
     out = {m: [] for m in args.methods + args.peer_keys}
     for r, train, test in splits(args, name):
         data, tests = MT.read_rows(train), {"test": MT.read_rows(test)}
@@ -175,7 +180,8 @@ def render(args, results: dict) -> str:
             rows.append([MT.LABEL.get(m, m), f"{means.mean():.4f}{sd}", f"{E.max(axis=1).mean():.4f}",
                          f"{np.mean([rep['seconds'] for rep in reps]):.1f}", chose])
         lines += [f"**{name}**: test error, mean over the tasks, {len(next(iter(out.values())))} repetitions, "
-                  f"{args.rounds} rounds, --valid-fraction 0.2 --best-round.", "",
+                  f"{args.rounds} rounds, --valid-fraction 0.2 --best-round"
+                  + (f" --valid-metric {args.valid_metric}" if args.valid_metric != "error" else "") + ".", "",
                   C.markdown_table(["method", "mean ± sd", "worst task (mean)", "train s", "guard's choice"], rows), ""]
     return "\n".join(lines) + "\n" + paired(results)
 
