@@ -192,13 +192,30 @@ def test_the_algorithm_stays_unless_an_alternative_wins_by_one_standard_error(tm
     assert res.model.algorithm == "msdtra"
 
 
-@pytest.mark.parametrize("given", ["pooled", "target"])
+def _balanced_file(tmp_path, path, weight=None):
+    """``path``'s rows in a file of their own with sample weights by numpy: the target rows' (domain 0) scaled
+    so that they weigh as much, together, as all the source rows."""
+    from mpiboost.data.format import read_arrays
+
+    a = read_arrays(path)
+    w = np.ones(a["y"].size) if weight is None else np.asarray(weight, dtype=np.float64)
+    t = a["domain"] == 0
+    w = np.where(t, w * w[~t].sum() / w[t].sum(), w)
+    out = tmp_path / "balanced-twin.h5"
+    write_dataset(out, a["X"], a["y"], weight=w)
+    return str(out)
+
+
+@pytest.mark.parametrize("given", ["pooled", "balanced", "target"])
 def test_a_given_trust_trains_that_model_without_folds(tmp_path, given):
     path, _ = _case(tmp_path, "g", [0.5])
     res = _fit(path, source_trust=given)
     assert res.model.info["source_trust"] == {"chosen": given, "rule": "given (--source-trust)"}
     if given == "target":
         _same_as_target_alone(tmp_path, path, res.model)
+    elif given == "balanced":  # AdaBoost on every row, weighted by numpy
+        assert _ensemble(res.model) == _ensemble(_fit(_balanced_file(tmp_path, path), "adaboost").model)
+        assert _ensemble(res.model) != _ensemble(_fit(path, "adaboost").model)
     else:
         assert _ensemble(res.model) == _ensemble(_fit(path, "adaboost").model)
     assert res.summary["source_trust"]["chosen"] == given
@@ -319,4 +336,18 @@ def test_the_folds_report_their_progress(tmp_path):
     train(world(), [path], algorithm="msdtra", rounds=3, params={"target_domain": 0, "source_folds": 4},
           seed=0, callbacks=[steps, ProgressBar(enabled=False)])
     # the screen's one training (one source), then the folds'; a callback of the older on_search hook hears them
-    assert steps.seen == [("source screen", 1, 1)] + [("source trust folds", i, 12) for i in range(1, 13)]
+    assert steps.seen == [("source screen", 1, 1)] + [("source trust folds", i, 16) for i in range(1, 17)]
+
+
+def test_balanced_keeps_the_files_weights_within_each_side(tmp_path):
+    """With sample weights, each side keeps its rows' relative weights and the target's total becomes the
+    sources': the model is AdaBoost on the rows weighted so by numpy."""
+    path, _ = _case(tmp_path, "w", [0.5], target_n=60)
+    from mpiboost.data.format import read_arrays
+
+    a = read_arrays(path)
+    w = np.random.default_rng(4).choice([0.5, 1.0, 3.0], size=a["y"].size)
+    weighted = tmp_path / "weighted.h5"
+    write_dataset(weighted, a["X"], a["y"], a["domain"], weight=w, domain_names=["target", "source1"])
+    res = _fit(str(weighted), source_trust="balanced")
+    assert _ensemble(res.model) == _ensemble(_fit(_balanced_file(tmp_path, path, w), "adaboost").model)

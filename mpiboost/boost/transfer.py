@@ -122,18 +122,19 @@ EPS_FLOOR_PARAM = Param(
     low=0.0, high=0.25, metavar="EPS", paper=0.0,  # above 1/4 a perfect round would vote less than ln 3 / 2
 )
 
-SOURCE_TRUST = ("cv", "algorithm", "pooled", "target")
+SOURCE_TRUST = ("cv", "algorithm", "pooled", "balanced", "target")
 SOURCE_TRUST_PARAM = Param(
     "source_trust", str, "cv",
     "how far the sources are trusted, from held-out evidence on the target: cv (the default: first AdaBoost "
     "with trees on each source alone is scored on every target row, and when no source's margins there are "
     "above 0 by a one-sided t-test at the family-wise level 0.1, the model is AdaBoost on the target rows "
     "alone; else k-fold over the target rows, see --source-folds, compares this algorithm, AdaBoost on every "
-    "row pooled and AdaBoost on the target rows alone, with the run's weak learner and rounds, by their errors "
+    "row pooled, AdaBoost on every row with the target rows weighing as much as all the source rows "
+    "(balanced) and AdaBoost on the target rows alone, with the run's weak learner and rounds, by their errors "
     "on the held-out target rows; the incumbent, pooling when every source alone passes the test and this "
     "algorithm when only some do, is replaced when another has fewer errors by more than one standard error; "
-    "the one chosen is trained on every row), algorithm (this algorithm, no folds: the papers' rule), pooled "
-    "or target (that AdaBoost, no folds)",
+    "the one chosen is trained on every row), algorithm (this algorithm, no folds: the papers' rule), pooled, "
+    "balanced or target (that AdaBoost, no folds)",
     choices=SOURCE_TRUST, origin="beyond", paper="algorithm")
 SOURCE_FOLDS_PARAM = Param(
     "source_folds", int, 10,

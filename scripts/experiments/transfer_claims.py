@@ -21,7 +21,8 @@ Benchmarks (every setting over repetitions; pairs are (target, repetition)):
 Methods are specs ``name[:param=value,...]``: ``msdtra`` (defaults),
 ``msdtra:candidates=paper,initial_split=paper,eps_floor=0,source_update=paper`` (the paper's
 rules), ``adaboost-target`` (AdaBoost on the target rows), ``adaboost-pooled``
-(AdaBoost on every row), ``lightgbm-pooled`` (LightGBM with its default
+(AdaBoost on every row), ``adaboost-pooled-up`` (AdaBoost on every row, the target rows weighing as much
+as all the sources: the source trust's ``balanced``), ``lightgbm-pooled`` (LightGBM with its default
 settings on every row), any other transfer algorithm with parameters.
 Every run goes through the Python API in this one process (one rank, one
 thread), the code ``mpiboost train`` runs; the records are a JSONL file and
@@ -132,6 +133,17 @@ def run_method(args, comm, spec: str, target_file: Path, source_files: list, tes
     from mpiboost.evaluate import evaluate
 
     run = {"rounds": args.rounds, "seed": 0, "threads": 1, "weak_learner": "histogram"}
+    if name == "adaboost-pooled-up":
+        # AdaBoost on every row, the target rows up-weighted to half the total mass (MSDTrA's "balanced" way)
+        from mpiboost.api import train
+
+        Xs, ys = zip(*[C.read_xy(f) for f in [target_file, *source_files]])
+        n_b, n_a = len(ys[0]), sum(len(v) for v in ys[1:])
+        model = train({"algo": "adaboost", **run, **params}, np.vstack(Xs), np.concatenate(ys),
+                      weight=np.concatenate([np.full(n_b, n_a / n_b), np.ones(n_a)]), comm=comm)
+        ev = evaluate(comm, model, [str(test_file)])
+        return {"error": float(ev["error"]), "rounds_done": model.n_rounds, "empty": model.n_rounds == 0,
+                "seconds": time.perf_counter() - t0}
     if name in ("adaboost-target", "adaboost-pooled"):
         files = [target_file] if name == "adaboost-target" else [target_file, *source_files]
         model = train_files({"algo": "adaboost", **run, **params}, [str(f) for f in files], comm=comm)
@@ -281,6 +293,7 @@ def short_label(spec: str) -> str:
     names = {"msdtra": "MSDTrA", "mstra": "MSTrA", "dtradaboost": "DTrAdaBoost", "tradaboost": "TrAdaBoost",
              "adaboost-target": "AdaBoost target", "adaboost-pooled": "AdaBoost pooled",
              "lightgbm-pooled": "LightGBM pooled", "lightgbm-pooled-up": "LightGBM pooled, target up-weighted",
+             "adaboost-pooled-up": "AdaBoost pooled, target up-weighted",
              "lightgbm-target": "LightGBM target"}
     name, params = parse_method(spec)
     base = names.get(name, name)

@@ -10,11 +10,13 @@ target rows only:
 * the folds split the target rows, stratified by class, by a seeded
   permutation of each class's rows in the global row order (the same folds on
   any number of ranks); every source row is in every fold's training part;
-* three ways to use the sources are trained on each fold's training part and
+* four ways to use the sources are trained on each fold's training part and
   scored on its held-out target rows: ``algorithm`` (the transfer algorithm as
   configured), ``pooled`` (AdaBoost on the target and source rows alike: full
-  trust) and ``target`` (AdaBoost on the target rows alone: none), with the
-  weak learner and rounds of the run;
+  trust), ``balanced`` (AdaBoost on every row, the target rows weighing as much
+  as all the source rows together: the sources trusted as one more target; see
+  :func:`balanced`) and ``target`` (AdaBoost on the target rows alone: none),
+  with the weak learner and rounds of the run;
 * one way is the incumbent: ``pooled`` when every source alone passes the
   screen below (all of them carry a rule over: trusting them all is the simplest
   use), else ``algorithm`` (some do and some do not: the transfer algorithm is
@@ -83,7 +85,7 @@ if TYPE_CHECKING:  # annotations only
     from ...comm import Comm
     from ...data.load import Shard
 
-STRATEGIES = CHOICES[1:]  # ("algorithm", "pooled", "target"); CHOICES[0] is "cv"
+STRATEGIES = CHOICES[1:]  # ("algorithm", "pooled", "balanced", "target"); CHOICES[0] is "cv"
 BASELINE = "adaboost"  # what "pooled" and "target" train
 # The screen (carries_over): the chance that a coin's sources pass it, all of them together. Compared with 0.05
 # to 0.2 (and a count of errors instead of margins) on generated helpful, mixed, unrelated and adversarial sources
@@ -110,7 +112,8 @@ def strategy_run(strategy: str, algorithm: str, params: dict, target: int, n_tar
     Parameters
     ----------
     strategy : str
-        ``"algorithm"``, ``"pooled"`` or ``"target"``.
+        ``"algorithm"``, ``"pooled"``, ``"balanced"`` (pooled's model; its weights are :func:`balanced`'s) or
+        ``"target"``.
     algorithm, params
         The transfer run's algorithm name and parameters.
     target : int
@@ -130,7 +133,7 @@ def strategy_run(strategy: str, algorithm: str, params: dict, target: int, n_tar
     out["weak_learner"] = boost.own_weak_learner(algorithm, params)  # the run's learner, not AdaBoost's default
     if grows_trees(out):
         leaf = int(out.get("min_data_in_leaf") or base.declared("min_data_in_leaf").default)
-        if strategy == "pooled":
+        if strategy in ("pooled", "balanced"):
             out.update(loss="logistic")
             out.pop("split_gain", None)  # the logistic loss grows trees by the Newton gain only
         elif n_target < 4 * leaf:
@@ -139,6 +142,28 @@ def strategy_run(strategy: str, algorithm: str, params: dict, target: int, n_tar
     if strategy == "target":
         out["train_domain"] = int(target)  # AdaBoost-k (exponential loss): weights on the target rows only
     return BASELINE, out
+
+
+def balanced(comm: Comm, shard: Shard, target: int) -> Shard:
+    """Collective: ``shard`` with its target rows' weights scaled so that they weigh, together, as much as all
+    the source rows (the rows' sample weights, or 1 each, kept within each side).
+
+    Pooling a few target rows with many source rows lets the sources outvote the target wherever they
+    disagree; training on the target alone throws the sources away. Balancing the two totals is the middle way
+    a user tries first (LightGBM pooled with the target rows up-weighted), and on sources that carry part of
+    the target's rule (a scanner shifted by a pixel) it tests better than either end: docs/results/guards.md.
+    The totals are correctly rounded sums over the ranks, so the weights, and the model, are the same on any
+    number of ranks.
+    """
+    w = np.ones(shard.n_local) if shard.weight is None else np.asarray(shard.weight, dtype=np.float64)
+    is_t = np.asarray(shard.domain) == target
+    total = Protocol(comm).reduce_stats(np.ascontiguousarray(w), is_t.astype(np.int32), 2)
+    sources, targets = float(total[0]), float(total[1])
+    if sources <= 0.0 or targets <= 0.0:
+        return shard
+    out = w.copy()
+    out[is_t] *= sources / targets
+    return dataclasses.replace(shard, weight=out)
 
 
 def target_folds(shard: Shard, target: int, k: int, seed: int, comm: Comm) -> np.ndarray:
@@ -410,6 +435,8 @@ def held_out(comm: Comm, algorithm: str, params: dict, rounds: int, inputs, seed
             if s == "target":  # the target rows alone in their own bins, as the final model would be
                 rows = own_bins(comm, shard, (fold != f) & (shard.domain == target), seed)
                 cols = rebin(shard, held, rows.bins)
+            elif s == "balanced":  # this fold's target rows weighing as much as the sources
+                rows = balanced(comm, part, target)
             done = f * len(STRATEGIES) + STRATEGIES.index(s) + 1
             model = candidate(comm, name, p, rounds, Inputs(rows), seed, phase="source trust folds", step=done,
                               steps=k * len(STRATEGIES), callbacks=callbacks, label=f"fold {f + 1}: {s}").finish()
@@ -522,6 +549,7 @@ def _valid(rec: dict) -> bool:
 
 
 MEANING = {"algorithm": "the transfer algorithm", "pooled": "AdaBoost on every row pooled",
+           "balanced": "AdaBoost on every row, the target rows weighing as much as the sources",
            "target": "AdaBoost on the target rows alone"}
 
 
@@ -533,7 +561,7 @@ def describe(rec: dict) -> str:
         return f"source trust: {rec['chosen']}, the model is {what} (each source alone on the target rows: {parts})"
     if not rec.get("tried"):
         return f"source trust: {rec['chosen']}, the model is {what} ({rec.get('rule', 'given')})"
-    parts = ", ".join(f"{s} {rec['tried'][s]['errors']}/{rec['n_target']}" for s in STRATEGIES)
+    parts = ", ".join(f"{s} {rec['tried'][s]['errors']}/{rec['n_target']}" for s in STRATEGIES if s in rec["tried"])
     return f"source trust: {rec['chosen']}, the model is {what} ({rec['folds']}-fold held-out target errors: {parts})"
 
 
@@ -573,8 +601,11 @@ class SourceTrust:
     def apply(self, rec: dict, plan: Plan, ctx: Context) -> Plan:
         algo = ctx.algo
         algorithm, params = strategy_run(rec["chosen"], plan.algorithm, plan.params, algo.target, algo.n_target)
-        inputs = target_only(ctx.comm, plan.inputs, algo.target, ctx.seed) if rec["chosen"] == "target" \
-            else plan.inputs
+        inputs = plan.inputs
+        if rec["chosen"] == "target":
+            inputs = target_only(ctx.comm, plan.inputs, algo.target, ctx.seed)
+        elif rec["chosen"] == "balanced":
+            inputs = dataclasses.replace(plan.inputs, shard=balanced(ctx.comm, plan.inputs.shard, algo.target))
         return plan.but(algorithm=algorithm, params=params, inputs=inputs)
 
     def describe(self, rec: dict) -> Optional[str]:
@@ -594,5 +625,5 @@ def check_value(value) -> None:
         raise CollectiveError(f"--source-trust must be one of {', '.join(CHOICES)}, got {value!r}")
 
 
-__all__ = ["CHOICES", "STRATEGIES", "SourceTrust", "carries_over", "choose", "describe", "source_screen",
+__all__ = ["CHOICES", "STRATEGIES", "SourceTrust", "balanced", "carries_over", "choose", "describe", "source_screen",
            "strategy_run", "target_folds"]
