@@ -154,6 +154,20 @@ def balanced(comm: Comm, shard: Shard, target: int) -> Shard:
     the target's rule (a scanner shifted by a pixel) it tests better than either end: docs/results/guards.md.
     The totals are correctly rounded sums over the ranks, so the weights, and the model, are the same on any
     number of ranks.
+
+    Parameters
+    ----------
+    comm : Comm
+        The job's communicator.
+    shard : Shard
+        This rank's rows (every domain's), with or without sample weights.
+    target : int
+        The target domain's index.
+
+    Returns
+    -------
+    Shard
+        ``shard`` with the new weights (itself where one side has no weight).
     """
     w = np.ones(shard.n_local) if shard.weight is None else np.asarray(shard.weight, dtype=np.float64)
     is_t = np.asarray(shard.domain) == target
