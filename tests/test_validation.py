@@ -384,6 +384,9 @@ def test_row_logloss_is_the_log_loss_of_the_models_link():
         assert got.mean() == pytest.approx(log_loss(y > 0, _sigmoid(scale * F)), rel=1e-12)
     sure = row_logloss(Fake("logistic"), np.array([-1000.0, 1000.0]), np.array([1, -1], dtype=np.int8))
     assert sure.tolist() == [-np.log(1e-15)] * 2
+    # a label the model does not know (0 for a model of signs, -1 or K for one of K classes): the floor's loss
+    assert row_logloss(Fake("logistic"), np.array([0.0]), np.array([0], dtype=np.int8)).tolist() == [-np.log(1e-15)]
+    assert row_logloss(Fake(None, "argmax"), np.zeros((2, 3)), np.array([-1, 3])).tolist() == [-np.log(1e-15)] * 2
     # SAMME: K = 3 class votes
     m = Fake(None, "argmax")
     S = rng.normal(size=(300, 3))

@@ -81,7 +81,10 @@ def row_logloss(model, score: np.ndarray, y: np.ndarray) -> np.ndarray:
         k = y.astype(np.int64)
     else:
         k = (y > 0).astype(np.int64)  # column 1 is the positive class
-    return -np.log(np.maximum(p[np.arange(y.size), k], LOGLOSS_FLOOR))
+    # a class the model does not know (-1; 0 for a model of signs) has no probability: the floor's loss
+    known = (k >= 0) & (k < p.shape[1]) if model.output == "argmax" else y != 0
+    got = p[np.arange(y.size), np.where(known, k, 0)]
+    return -np.log(np.maximum(np.where(known, got, 0.0), LOGLOSS_FLOOR))
 
 
 def _valid_logloss(scorer: Scorer, vshard: Shard, proto: Protocol) -> float:
