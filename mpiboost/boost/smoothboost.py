@@ -132,9 +132,10 @@ class SmoothBoost(Reweighting):
               "holdout (the default): SmoothBoost and AdaBoost with the same weak learner and rounds are trained "
               "on 80% of the training rows (or on them all when the run has validation rows) and scored on the "
               "other 20% (or the validation rows); AdaBoost is the model when it has fewer held-out errors (with "
-              "--valid-metric auc: a higher held-out AUC; logloss still compares errors) by more than one standard error of the paired "
-              "differences (clean labels, where the weight cap only costs accuracy), and the one chosen is trained on every training row; no check below 1,000 training rows "
-              "or with --epsilon auto; off: SmoothBoost as asked (the paper)",
+              "--valid-metric auc: a higher held-out AUC; logloss still compares errors) by more than one "
+              "standard error of the paired differences (clean labels, where the weight cap only costs "
+              "accuracy), and the one chosen is trained on every training row; no check below 1,000 training "
+              "rows or with --epsilon auto; off: SmoothBoost as asked (the paper)",
               choices=NOISE_CHECK, origin="beyond", paper="off"),
         Param("vote", str, "majority", "the final vote: the unweighted majority (the paper; the only one: "
               "--vote weighted was removed, see docs/results.md)"),

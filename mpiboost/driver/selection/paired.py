@@ -125,18 +125,27 @@ def weighted_gain(comm: Comm, base_wrong: np.ndarray, wrong: np.ndarray, weight:
     dict
         ``weighted_errors`` (``sum w wrong``), ``weight`` (``sum w``), and ``gain`` and ``se`` by the weights.
     """
+    errors, total, gain, se, _ = _weighted_sums(comm, base_wrong, wrong, np.ascontiguousarray(weight, dtype=np.float64))
+    return {"weighted_errors": errors, "weight": total, "gain": gain, "se": se}
+
+
+def _weighted_sums(comm: Comm, base: np.ndarray, other: np.ndarray, w: np.ndarray) -> tuple:
+    """Collective: ``sum w other``, ``sum w``, the weighted mean gain ``sum w (base - other) / sum w``, its
+    sandwich standard error ``sqrt(sum w^2 (d - gain)^2) / sum w``, and the plain one (the sample variance
+    over ``n - 1``, taking ``sum w`` for ``n``: right for weights of 1), each sum correctly rounded from
+    exact per-rank terms."""
     from ..._ext import _exact
 
-    w = np.ascontiguousarray(weight, dtype=np.float64)
-    d = (base_wrong - wrong).astype(np.float64)
-    terms = [w * wrong, w, w * d, w * w * d * d, w * w * d, w * w]
-    errors, total, wd, w2d2, w2d, w2 = (float(v) for v in
-                                        comm.sum_terms([_exact.partials(np.ascontiguousarray(t)) for t in terms]))
+    d = (np.asarray(base, dtype=np.float64) - np.asarray(other, dtype=np.float64))
+    terms = [w * other, w, w * d, w * w * d * d, w * w * d, w * w]
+    value, total, wd, w2d2, w2d, w2 = (float(v) for v in comm.sum_terms(
+        [_exact.partials(np.ascontiguousarray(t, dtype=np.float64)) for t in terms]))
     if total <= 0.0:
-        return {"weighted_errors": errors, "weight": total, "gain": 0.0, "se": 0.0}
+        return value, total, 0.0, 0.0, 0.0
     gain = wd / total
-    var = max(w2d2 - 2.0 * gain * w2d + gain * gain * w2, 0.0)
-    return {"weighted_errors": errors, "weight": total, "gain": gain, "se": math.sqrt(var) / total}
+    sandwich = math.sqrt(max(w2d2 - 2.0 * gain * w2d + gain * gain * w2, 0.0)) / total
+    plain = math.sqrt(max(w2d2 - wd * wd / total, 0.0) / max(total - 1.0, 1.0) / total)
+    return value, total, gain, sandwich, plain
 
 
 def gain_and_se(total: int, squares: int, n: int) -> tuple[float, float]:
@@ -170,23 +179,13 @@ def paired_loss(comm: Comm, base_loss: np.ndarray, loss: np.ndarray,
     dict
         ``loss`` (the other model's mean loss), ``gain`` and ``se``.
     """
-    from ..._ext import _exact
-
-    d = np.asarray(base_loss, dtype=np.float64) - np.asarray(loss, dtype=np.float64)
-    w = np.ones(d.size) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
-    terms = [w * loss, w, w * d, w * w * d * d, w * w * d, w * w]
-    total_loss, total, wd, w2d2, w2d, w2 = (float(v) for v in comm.sum_terms(
-        [_exact.partials(np.ascontiguousarray(t, dtype=np.float64)) for t in terms]))
+    loss = np.asarray(loss, dtype=np.float64)
+    w = np.ones(loss.size) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
+    value, total, gain, sandwich, plain = _weighted_sums(comm, base_loss, loss, w)
     if total <= 0.0:
         return {"loss": 0.0, "gain": 0.0, "se": 0.0}
-    gain = wd / total
-    if weight is None:  # n rows of weight 1: the plain standard error of a mean
-        n = total
-        var = max(w2d2 - wd * wd / n, 0.0) / max(n - 1.0, 1.0)
-        se = math.sqrt(var / n)
-    else:
-        se = math.sqrt(max(w2d2 - 2.0 * gain * w2d + gain * gain * w2, 0.0)) / total
-    return {"loss": total_loss / total, "gain": gain, "se": se}
+    # n rows of weight 1: the plain standard error of a mean, as paired_gain's
+    return {"loss": value / total, "gain": gain, "se": plain if weight is None else sandwich}
 
 
 def scores(model, shard: Shard) -> np.ndarray:
