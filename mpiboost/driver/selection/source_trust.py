@@ -86,7 +86,7 @@ if TYPE_CHECKING:  # annotations only
     from ...data.load import Shard
 
 STRATEGIES = CHOICES[1:]  # ("algorithm", "pooled", "balanced", "target"); CHOICES[0] is "cv"
-BASELINE = "adaboost"  # what "pooled" and "target" train
+BASELINE = "adaboost"  # what "pooled", "balanced" and "target" train
 # The screen (carries_over): the chance that a coin's sources pass it, all of them together. Compared with 0.05
 # to 0.2 (and a count of errors instead of margins) on generated helpful, mixed, unrelated and adversarial sources
 # at n_b = 10 and 20, 50 repetitions: the rule that kept every case within one standard error of the better of
