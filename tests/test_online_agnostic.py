@@ -189,6 +189,22 @@ def test_same_seed_same_result_and_it_learns(relabel):
     assert 0 <= a["exp_test"] <= 1 and a["n"] == len(y) and a["n_test"] == 80
 
 
+def test_threads_set_the_kernels_threads_and_change_nothing():
+    from mpiboost._ext import _openmp
+
+    X, y, values = _stream()
+    params = {"n_learners": 10, "gamma": 0.7}
+    before = _openmp.get_max_threads()
+    try:
+        a = driver.prequential(X, y, values, 3, params=params, seed=1, threads=1)
+        assert _openmp.get_max_threads() == 1
+        b = driver.prequential(X, y, values, 3, params=params, seed=1, threads=2)
+        assert _openmp.get_max_threads() == (2 if _openmp.openmp_enabled() else 1)
+    finally:
+        _openmp.set_num_threads(before)
+    assert a == b
+
+
 def test_two_classes_and_gamma_1():
     X, y, values = _stream(k=2)
     r = driver.prequential(X, y, values, 2, params={"n_learners": 10, "gamma": 1.0})

@@ -2,7 +2,8 @@
 
 The benchmarks and experiments run for hours on data CI does not hold, so nothing else runs them on every
 change; this is what keeps a rename in the package from breaking one unnoticed. They use the public API
-(:func:`mpiboost.train`, the command line, :mod:`mpiboost.comm`), never the communicator's private handle.
+(:func:`mpiboost.train`, the command line, :mod:`mpiboost.comm`), never the communicator's private handle;
+only the kernel benchmarks import the compiled kernels.
 """
 from __future__ import annotations
 
@@ -58,4 +59,14 @@ def test_scripts_use_the_public_api(private):
              for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
              if isinstance(node, ast.ImportFrom) and (
                  (node.module or "").endswith(private) or any(a.name == private for a in node.names))]
+    assert users == []
+
+
+def test_experiments_do_not_import_the_kernels():
+    """The experiments run mpiboost as a user does; only the kernel benchmarks (scripts/bench/) time the
+    compiled kernels themselves, against their numpy twins."""
+    users = [str(p.relative_to(SCRIPTS)) for p in ALL if p.parent.name != "bench"
+             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                 "_ext" in (getattr(node, "module", None) or "").split(".") + a.name.split(".") for a in node.names)]
     assert users == []

@@ -201,7 +201,8 @@ def blocks_of(X: np.ndarray, y: np.ndarray, block_size: int, t0: int = 0):
 
 def prequential(X: np.ndarray, y: np.ndarray, values, n_classes: int, *, algorithm: str = "online-agnostic",
                 params: Optional[dict] = None, seed: int = 0, block_size: int = 1,
-                test_fraction: float = 0.2, learner: Optional[dict] = None) -> dict:
+                test_fraction: float = 0.2, learner: Optional[dict] = None,
+                threads: Optional[int] = None) -> dict:
     """One prequential pass over in-memory rows, on this process: the summary of :meth:`StreamCounts.summary`.
 
     Parameters
@@ -221,10 +222,17 @@ def prequential(X: np.ndarray, y: np.ndarray, values, n_classes: int, *, algorit
         The weak learners (:func:`mpiboost.online.learners.spec`; None or ``kind = "auto"``: chosen by the
         data's kind, :func:`mpiboost.online.learners.resolve`: multinomial naive Bayes on counts and pixels,
         naive-Bayes-adaptive leaves otherwise).
+    threads : int, optional
+        OpenMP threads of this process's kernels from now on (None: as they are), e.g. 1 to compare with a
+        single-threaded peer.
     """
     from . import ONLINE
     from .learners import counts_like
 
+    if threads is not None:
+        from .._ext import _openmp
+
+        _openmp.set_num_threads(int(threads))
     learner = resolve(learner or {}, counts_like(X))
     if learner["kind"] == "mnb":
         values = [0] * len(values)  # counts: every feature a count, none nominal

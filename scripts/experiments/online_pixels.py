@@ -86,7 +86,8 @@ def run_peer(name: str, X: np.ndarray, y: np.ndarray, k: int) -> dict:
 def run_booster(algorithm: str, kind: str, X: np.ndarray, y: np.ndarray, k: int, seed: int) -> dict:
     from mpiboost.online.driver import prequential
 
-    res = prequential(X, y, [0] * X.shape[1], k, algorithm=algorithm, seed=seed, learner={"kind": kind})
+    res = prequential(X, y, [0] * X.shape[1], k, algorithm=algorithm, seed=seed, learner={"kind": kind},
+                       threads=1)
     return {"acc_test": float(res["acc_test"]), "acc_all": float(res["acc_all"]),
             "argmax_test": float(res["argmax_test"])}
 
@@ -99,9 +100,6 @@ def main(argv=None) -> int:
     p.add_argument("--no-river", action="store_true")
     p.add_argument("--slow-peers", action="store_true", help="also River's ADWIN bagging of 10 Hoeffding trees")
     args = p.parse_args(argv)
-    from mpiboost._ext import _openmp
-
-    _openmp.set_num_threads(1)
     methods = [(f"{b} ({kind})", ("booster", b, kind)) for b in BOOSTERS for kind in ("auto", "nba", "mnb")]
     peers = PEERS + (SLOW_PEERS if args.slow_peers else ())
     methods += [(peer, ("peer", peer)) for peer in peers if not (args.no_river and peer.startswith("river"))]
