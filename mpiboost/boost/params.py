@@ -180,12 +180,12 @@ POOLED_WITH_DOMAIN_ID = ("is-multitask", {"start": "logistic", "refine": "off", 
                                           "lam_grid": None, "start_task_splits": "auto"})
 BASELINE_GUARD = Param(
     "baseline_guard", str, "holdout",
-    "holdout (the default): with validation rows (--valid or --valid-fraction), the algorithm's simplest "
-    "baselines are trained on the same training rows and scored on the same validation rows; a baseline is the "
-    "model when it beats the algorithm by more than one standard error of the paired differences (errors; "
-    "each row's log-loss under the candidate's own probabilities with --valid-metric logloss; AUC with "
-    "--valid-metric auc; with --best-round or --early-stop each half of the validation rows at the "
-    "best round of the other half, and a candidate that makes choices on its validation rows trained once per "
+    "holdout (the default): with validation rows (--valid or --valid-fraction), the algorithm and its simplest "
+    "baselines are trained on the same training rows and scored on the same validation rows, and the one that "
+    "validates best is the model, on a tie the algorithm (fewest errors; least mean log-loss under the "
+    "candidate's own probabilities with --valid-metric logloss; largest AUC with --valid-metric auc; with "
+    "--best-round or --early-stop each half of the validation rows at the best round of the other half, and a "
+    "candidate that makes choices on its validation rows trained once per "
     "half and scored on the other), and the choice is recorded in the model; no validation rows: no guard; "
     "domain-free: as holdout, but only the baselines that predict without a row's domain (the pooled ones: a "
     "model for rows of unknown domain); off: the algorithm as asked (the paper)", choices=BASELINE_GUARD_CHOICES,

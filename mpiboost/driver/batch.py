@@ -148,7 +148,7 @@ def train(comm: Comm, data: Sequence, config: RunConfig, *, valid: Optional[Sequ
                         phase=out.phase, threads=n_threads, seconds=seconds, sent_before=out.sent_before)
     summary["valid_metric"] = valid_metric  # "auc": the valid_error figures are 1 - AUC
     if chooser is not None:
-        summary.update(rounds_choice.summary(chooser, trained))
+        summary.update(rounds_choice.summary(chooser, trained, out.last.get("valid_error") if trained == 0 else None))
     summary.update(info)  # each choice's record, under its selection's key
     if "search" in info:
         summary["chosen"] = dict(info["search"]["chosen"])

@@ -57,9 +57,19 @@ def gain_se(rec: dict, a: str, b: str) -> tuple[float, float]:
     return total / n, math.sqrt(var / n)
 
 
+# the order the algorithms declare their baselines in, the algorithm first: the guard's order of ties (a
+# record's keys come back sorted by name from JSON)
+DECLARED = ["algorithm", "pooled", "pooled-id", "per-domain", "per-task"]
+
+
+def declared(rec: dict) -> list:
+    """The record's candidates in the guard's order."""
+    return sorted(rec["tried"], key=DECLARED.index)
+
+
 def by_incumbent(rec: dict, incumbent: str) -> str:
     chosen, best = incumbent, 0.0
-    for k in rec["tried"]:
+    for k in declared(rec):
         if k == incumbent:
             continue
         g, se = gain_se(rec, incumbent, k)
@@ -69,7 +79,7 @@ def by_incumbent(rec: dict, incumbent: str) -> str:
 
 
 def rules(rec: dict) -> dict:
-    names = list(rec["tried"])
+    names = declared(rec)
     errors = {k: rec["tried"][k]["errors"] for k in names}
     argmin = min(names, key=lambda k: (errors[k], names.index(k)))
     switchers = [k for k in names[1:] if (lambda g: g[0] > 0 and g[0] > g[1])(gain_se(rec, "algorithm", k))]

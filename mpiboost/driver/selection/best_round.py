@@ -47,10 +47,14 @@ def stop_reason(reason: str, choice: Optional[BestRound], trained: int) -> str:
     return reason
 
 
-def summary(choice: BestRound, trained: int) -> dict:
-    """The summary's figures of the choice: the error of the model kept, the rounds trained, the round chosen."""
-    return {"valid_error": choice.best_error, "rounds_trained": trained, "best_round": choice.best_round,
-            "best_valid_error": choice.best_error}
+def summary(choice: BestRound, trained: int, start_error: Optional[float] = None) -> dict:
+    """The summary's figures of the choice: the error of the model kept, the rounds trained, the round chosen.
+
+    ``start_error``: the validation error of the model before its first round (a fitted start, such as IS
+    multi-task's forest with ``--refine off``), the model kept where no round ran."""
+    error = choice.best_error if choice.best_error is not None else start_error
+    return {"valid_error": error, "rounds_trained": trained, "best_round": choice.best_round,
+            "best_valid_error": error}
 
 
 
