@@ -28,7 +28,7 @@ task is ahead). Each such algorithm declares its baselines (:attr:`mpiboost.boos
   there is no incumbent to dislodge by a standard error: the guard's candidates stand level, and the
   algorithm earns its place by validating better, no more and no less (the one-standard-error rule, which
   kept the algorithm unless a baseline beat it by a standard error, fell behind a baseline by more than a
-  standard error in 10 of 36 cells of docs/results/guards.md, against 8 for this rule, at the same mean
+  standard error in 10 of 33 cells of docs/results/guards.md, against 8 for this rule, at the same mean
   error); the standard error of each paired difference is recorded beside it;
 * the one chosen is the model, trained on the training rows as the run asked; the record, with each
   candidate's counts, is ``model.info["baseline_guard"]``, and a checkpoint keeps it.
